@@ -1,0 +1,125 @@
+"""The lossy chat-shaped view (``Message``), token ``Usage`` and input helpers.
+
+``Message`` is never authoritative: the canonical record is the transcript of
+``TranscriptEntry`` values (``lovia.transcript``). Messages exist for people and for
+guardrails, and as a convenient way to seed a run (``system()``, ``user()``, ``assistant()``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .parts import ContentPart, normalize_content
+
+__all__ = [
+    "AssistantTurn",
+    "Message",
+    "Role",
+    "ToolCall",
+    "Usage",
+    "assistant",
+    "system",
+    "user",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call as the model asked for it; ``arguments`` is the raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message (lossy view)."""
+
+    role: Role
+    content: str | tuple[ContentPart, ...] = ""
+    reasoning: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+def system(content: str) -> Message:
+    """A system message."""
+    return Message("system", content)
+
+
+def user(content: str | ContentPart | list[ContentPart] | tuple[ContentPart, ...]) -> Message:
+    """A user message from text, one part, or a list of typed parts."""
+    return Message("user", normalize_content(content))
+
+
+def assistant(content: str, *, tool_calls: tuple[ToolCall, ...] | list[ToolCall] = ()) -> Message:
+    """An assistant message (for seeding a conversation)."""
+    return Message("assistant", content, tool_calls=tuple(tool_calls))
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token usage. ``input_tokens`` is the full prompt; the cache fields subdivide it.
+
+    Mutable on purpose: the run accumulates into one live instance exposed as ``ctx.usage``.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    requests: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def add(self, other: Usage) -> Usage:
+        """Fold ``other`` into this usage in place and return self."""
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.requests += other.requests
+        return self
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage().add(self).add(other)
+
+    def copy(self) -> Usage:
+        return Usage().add(self)
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "requests": self.requests,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, int]) -> Usage:
+        return cls(**{k: int(v) for k, v in data.items() if k in _USAGE_FIELDS})
+
+
+_USAGE_FIELDS = frozenset(
+    ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "requests")
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantTurn:
+    """One complete model reply: what the scripted provider replays and turn assembly builds."""
+
+    content: str = ""
+    reasoning: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    extra: dict[str, object] = field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""Provider adapters and the ``Provider`` seam (``lovia.providers.base``)."""

@@ -1,0 +1,1 @@
+"""Tools: ``@tool``/``Tool`` (``lovia.tools.base``) and opt-in tool factories."""

@@ -1,0 +1,7 @@
+"""lovia.plugins (distribution lovia-plugins).
+
+This portion is reserved and importable, but its capabilities have not been
+built yet: it exports nothing. See docs/architecture.md for the plan.
+"""
+
+__all__: list[str] = []
