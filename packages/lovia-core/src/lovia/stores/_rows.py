@@ -1,0 +1,163 @@
+"""Row encoding shared by the stores: versioned JSON text, strict and loud on decode.
+
+Every stored row carries ``ROW_VERSION``. Decoding a row that is newer, truncated, not JSON
+or holds an unknown entry type raises ``StoreError`` naming the run and the row; nothing is
+repaired or skipped, so a bad row never silently shortens a transcript.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+from uuid import uuid4
+
+from ..checkpointer import RunHead, RunSnapshot
+from ..exceptions import StoreError, UserError
+from ..transcript import TranscriptEntry, entry_from_dict, entry_to_dict, to_json_safe
+
+ROW_VERSION = 1
+"""The version written into every row; rows with a higher one are refused."""
+
+
+def new_run_id(run_id: str | None) -> str:
+    """``run_id`` validated, or a fresh uuid hex when ``None``."""
+    if run_id is None:
+        return uuid4().hex
+    if not isinstance(run_id, str) or not run_id:
+        raise UserError(f"run_id must be a non-empty string, got {run_id!r}")
+    return run_id
+
+
+def check_session_id(session_id: str) -> None:
+    """Refuse a session id that is not a non-empty string (a usage mistake)."""
+    if not isinstance(session_id, str) or not session_id:
+        raise UserError(f"session_id must be a non-empty string, got {session_id!r}")
+
+
+def encode_entries(entries: Sequence[TranscriptEntry]) -> str:
+    """Entries as compact JSON text (non-ASCII kept verbatim)."""
+    return _dumps([entry_to_dict(e) for e in entries])
+
+
+def encode_meta(meta: dict[str, Any] | None) -> str:
+    """Segment meta as JSON text; ``None`` stores ``{}``. Non-JSON-safe meta is a UserError."""
+    try:
+        return _dumps(to_json_safe(meta or {}))
+    except TypeError as exc:
+        raise UserError(
+            f"session meta must be JSON-safe: {exc}", hint="store plain dicts, lists, str, numbers"
+        ) from exc
+
+
+def encode_head(head: RunHead) -> str:
+    """A run head as JSON text; a non-JSON-safe output or state is a UserError."""
+    try:
+        return _dumps(head.to_dict())
+    except TypeError as exc:
+        raise UserError(
+            f"the run head is not JSON-safe: {exc}",
+            hint="checkpointed outputs and context state must be JSON-safe values",
+        ) from exc
+
+
+def decode_entries(text: Any, version: Any, *, run_id: str, row: object) -> list[TranscriptEntry]:
+    """Entries from a stored row, or ``StoreError`` naming ``run_id`` and ``row``."""
+    data = _load(text, version, run_id=run_id, row=row)
+    if not isinstance(data, list):
+        raise _corrupt(run_id, row, "entries are not a JSON array")
+    try:
+        return [entry_from_dict(item) for item in data]
+    except ValueError as exc:
+        raise _corrupt(run_id, row, str(exc)) from exc
+
+
+def decode_meta(text: Any, version: Any, *, run_id: str, row: object) -> dict[str, Any]:
+    """Segment meta from a stored row, or ``StoreError``."""
+    data = _load(text, version, run_id=run_id, row=row)
+    if not isinstance(data, dict):
+        raise _corrupt(run_id, row, "meta is not a JSON object")
+    return data
+
+
+def decode_head(text: Any, version: Any, *, run_id: str, row: object) -> RunHead:
+    """A run head from a stored row, or ``StoreError``."""
+    data = _load(text, version, run_id=run_id, row=row)
+    try:
+        return RunHead.from_dict(data)
+    except (ValueError, TypeError) as exc:
+        raise _corrupt(run_id, row, str(exc)) from exc
+
+
+def build_snapshot(
+    run_id: str, head_row: Sequence[Any] | None, turn_rows: Sequence[Sequence[Any]]
+) -> RunSnapshot | None:
+    """A snapshot from its head row ``(head, version)`` and turn rows ``(id, entries, version)``.
+
+    ``None`` when nothing is stored; entries without a head are reported as corrupt.
+    """
+    if head_row is None:
+        if not turn_rows:
+            return None
+        raise _corrupt(run_id, "head", "checkpointed entries have no head row")
+    head = decode_head(head_row[0], head_row[1], run_id=run_id, row="head")
+    entries: list[TranscriptEntry] = []
+    for row_id, text, version in turn_rows:
+        entries.extend(decode_entries(text, version, run_id=run_id, row=row_id))
+    return RunSnapshot(run_id, tuple(entries), head)
+
+
+def same_entries(stored_text: str, new_text: str) -> bool:
+    """Whether two encoded entry lists hold the same entries (formatting aside)."""
+    if stored_text == new_text:
+        return True
+    try:
+        return bool(json.loads(stored_text) == json.loads(new_text))
+    except ValueError:
+        return False
+
+
+def conflict(session_id: str, run_id: str) -> StoreError:
+    """The error for a re-append of ``run_id`` with different entries."""
+    return StoreError(
+        f"session {session_id!r} already holds run {run_id!r} with different entries",
+        run_id=run_id,
+        hint="a run_id identifies one run: re-append the same entries, or use a new run_id",
+    )
+
+
+def _dumps(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (from broken tool output) cannot be stored as UTF-8 text;
+        # \u escapes can, and decode back to the same string.
+        text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    return text
+
+
+def _load(text: Any, version: Any, *, run_id: str, row: object) -> Any:
+    if not isinstance(version, int) or version > ROW_VERSION:
+        raise StoreError(
+            f"run {run_id!r} (row {row!r}) has schema version {version!r}, newer than "
+            f"this lovia understands ({ROW_VERSION})",
+            run_id=run_id,
+            row=row,
+            hint="upgrade lovia to read rows written by a newer version",
+        )
+    if not isinstance(text, str):
+        raise _corrupt(run_id, row, f"expected JSON text, got {type(text).__name__}")
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise _corrupt(run_id, row, f"invalid or truncated JSON ({exc})") from exc
+
+
+def _corrupt(run_id: str, row: object, why: str) -> StoreError:
+    return StoreError(
+        f"run {run_id!r} (row {row!r}) cannot be read: {why}",
+        run_id=run_id,
+        row=row,
+        hint="restore the row from a backup, or delete that run; other rows are untouched",
+    )

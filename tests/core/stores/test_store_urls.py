@@ -1,0 +1,121 @@
+"""URL access through the ``lovia.stores`` entry-point group, and the public surface."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import lovia.checkpointer
+import lovia.session
+import lovia.stores
+import lovia.stores.memory
+import lovia.stores.postgres
+import lovia.stores.sqlite
+import pytest
+from lovia.checkpointer import Checkpointer
+from lovia.exceptions import UserError
+from lovia.registry import STORES, entry_points_of
+from lovia.session import Session
+from lovia.stores import (
+    InMemoryCheckpointer,
+    InMemorySession,
+    PostgresCheckpointer,
+    PostgresSession,
+    SQLiteCheckpointer,
+    SQLiteSession,
+    open_checkpointer,
+    open_session,
+)
+from lovia.transcript import InputEntry
+
+
+def test_the_builtin_schemes_are_registered_entry_points() -> None:
+    assert {"memory", "sqlite", "postgresql", "postgres"} <= set(entry_points_of(STORES))
+
+
+def test_memory_urls_give_fresh_stores() -> None:
+    assert isinstance(open_session("memory://"), InMemorySession)
+    assert isinstance(open_checkpointer("memory://"), InMemoryCheckpointer)
+    assert open_session("memory://") is not open_session("memory://")
+
+
+async def test_sqlite_urls_open_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    session = open_session(f"sqlite://{path}?wal=1")
+    checkpointer = open_checkpointer(f"sqlite://{path}")
+    assert isinstance(session, SQLiteSession) and isinstance(checkpointer, SQLiteCheckpointer)
+    await session.append("s", [InputEntry("user", "hi")])
+    await session.aclose()
+    await checkpointer.aclose()
+    async with SQLiteSession(path) as again:
+        assert await again.load("s") == [InputEntry("user", "hi")]
+
+
+async def test_sqlite_memory_url() -> None:
+    session = open_session("sqlite://:memory:")
+    assert isinstance(session, SQLiteSession)
+    await session.append("s", [InputEntry("user", "hi")])
+    assert await session.load("s") == [InputEntry("user", "hi")]
+    await session.aclose()
+
+
+async def test_postgres_urls_take_the_schema_from_the_query(pg_dsn: str, pg_schema: str) -> None:
+    session = open_session(f"{pg_dsn}?schema={pg_schema}&connect_timeout=5")
+    checkpointer = open_checkpointer(f"{pg_dsn.replace('postgresql', 'postgres', 1)}?schema=x")
+    assert isinstance(session, PostgresSession)
+    assert isinstance(checkpointer, PostgresCheckpointer)
+    await session.append("s", [InputEntry("user", "hi")])
+    async with PostgresSession(pg_dsn, schema=pg_schema) as again:
+        assert await again.load("s") == [InputEntry("user", "hi")]
+    await session.aclose()
+    await checkpointer.aclose()
+
+
+@pytest.mark.parametrize("url", ["redis://localhost", "no-scheme", "://x"])
+def test_an_unknown_or_missing_scheme_is_a_user_error(url: str) -> None:
+    with pytest.raises(UserError) as info:
+        open_session(url)
+    assert info.value.hint is not None and "sqlite" in info.value.hint
+
+
+def test_postgres_stores_without_psycopg_name_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg_pool", None)  # as if the extra were absent
+    with pytest.raises(UserError) as info:
+        PostgresSession("postgresql://nobody@127.0.0.1/test")
+    assert info.value.hint == "pip install 'lovia-core[postgres]'"
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        lovia.session,
+        lovia.checkpointer,
+        lovia.stores,
+        lovia.stores.memory,
+        lovia.stores.sqlite,
+        lovia.stores.postgres,
+    ],
+    ids=lambda m: m.__name__,
+)
+def test_all_lists_exactly_the_public_names(module: ModuleType) -> None:
+    """Every public class and function defined in the module is listed, in sorted order."""
+    names = module.__all__
+    defined = {
+        n
+        for n, v in vars(module).items()
+        if not n.startswith("_")
+        and (isinstance(v, type) or callable(v))
+        and getattr(v, "__module__", None) == module.__name__
+    }
+    assert names == sorted(names)
+    assert defined <= set(names)
+    assert all(hasattr(module, n) for n in names)
+
+
+def test_the_stores_satisfy_the_protocols(tmp_path: Path) -> None:
+    """Checked by mypy (structural typing); the runtime part only builds them."""
+    sessions: list[Session] = [InMemorySession(), SQLiteSession(tmp_path / "a.db")]
+    checkpointers: list[Checkpointer] = [InMemoryCheckpointer(), SQLiteCheckpointer(":memory:")]
+    postgres: tuple[type[Session], type[Checkpointer]] = (PostgresSession, PostgresCheckpointer)
+    assert len(sessions) == len(checkpointers) == len(postgres) == 2
