@@ -1,0 +1,150 @@
+"""Bulk reads (list, grep) for the session; blocking, run on a worker thread.
+
+Bulk operations never ask mid-walk: a symlinked entry is kept only when its target is
+allowed outright, any other entry only when it is not denied (the operation's own target
+was judged, and approved if it asked, before the walk started).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ._files import is_binary
+from .paths import ResolvedPath, relative_to_root
+from .results import DirEntry, DirListing, GrepMatch, GrepResult
+
+if TYPE_CHECKING:
+    from .local import LocalWorkspaceSession
+
+__all__: list[str] = []
+
+
+def _printable(name: str) -> str:
+    """A non-UTF-8 file name (surrogate-escaped by the OS layer) made safe for the wire."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _allowed(session: LocalWorkspaceSession, full: Path) -> bool:
+    if full.is_symlink():
+        return session._judge(session.resolve(full), "read") == "allow"
+    resolved = ResolvedPath(full, relative_to_root(full, session.root))
+    return session._judge(resolved, "read") != "deny"
+
+
+def _walk(
+    session: LocalWorkspaceSession, base: Path, *, recursive: bool, include_hidden: bool
+) -> Iterator[tuple[Path, bool]]:
+    """(path, is_dir) below ``base``, hidden and denied entries left out; dirs not followed."""
+    stack = [base]
+    while stack:
+        current = stack.pop()
+        try:
+            with os.scandir(current) as it:
+                items = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        for item in items:
+            if not include_hidden and item.name.startswith("."):
+                continue
+            full = Path(item.path)
+            if not _allowed(session, full):
+                continue
+            is_dir = item.is_dir(follow_symlinks=True)
+            yield full, is_dir
+            if recursive and is_dir and not item.is_symlink():
+                stack.append(full)
+
+
+def _matches(pattern: str | None, rel: str) -> bool:
+    if pattern is None:
+        return True
+    return fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(rel.rsplit("/", 1)[-1], pattern)
+
+
+def list_dir(
+    session: LocalWorkspaceSession,
+    target: ResolvedPath,
+    pattern: str | None,
+    include_hidden: bool,
+) -> DirListing:
+    cap = session.limits.max_list_results
+    found: list[DirEntry] = []
+    truncated = False
+    walk = _walk(session, target.path, recursive=pattern is not None, include_hidden=include_hidden)
+    for full, is_dir in walk:
+        rel = full.relative_to(target.path).as_posix()
+        if not _matches(pattern, rel):
+            continue
+        if len(found) == cap:
+            truncated = True
+            break
+        link = os.readlink(full) if full.is_symlink() else None
+        try:
+            size = None if is_dir else full.stat().st_size
+        except OSError:  # a dangling symlink
+            size = None
+        found.append(
+            DirEntry(
+                path=_printable(rel),
+                is_dir=is_dir,
+                size=size,
+                symlink_target=None if link is None else _printable(link),
+            )  # fmt: skip
+        )
+    found.sort(key=lambda e: (not e.is_dir, e.path))
+    return DirListing(path=session.display(target), entries=tuple(found), truncated=truncated)
+
+
+def grep(
+    session: LocalWorkspaceSession,
+    target: ResolvedPath,
+    regex: re.Pattern[str],
+    glob: str | None,
+) -> GrepResult:
+    limits = session.limits
+    matches: list[GrepMatch] = []
+    skipped = 0
+    if target.path.is_dir():
+        files: Iterator[tuple[Path, bool]] = _walk(
+            session, target.path, recursive=True, include_hidden=False
+        )
+    else:
+        files = iter([(target.path, False)])
+    for full, is_dir in files:
+        if is_dir:
+            continue
+        if target.path.is_dir() and not _matches(glob, full.relative_to(target.path).as_posix()):
+            continue
+        try:
+            info = full.stat()
+            if not stat.S_ISREG(info.st_mode) or info.st_size > limits.max_grep_file_bytes:
+                skipped += 1
+                continue
+            data = full.read_bytes()
+        except OSError:
+            skipped += 1
+            continue
+        if is_binary(data):
+            skipped += 1
+            continue
+        shown = _printable(
+            session.display(ResolvedPath(full, relative_to_root(full, session.root)))
+        )
+        text = data.decode("utf-8", "replace")
+        for number, line in enumerate(text.splitlines(), start=1):
+            if regex.search(line) is None:
+                continue
+            if len(matches) == limits.max_grep_matches:
+                return GrepResult(
+                    pattern=regex.pattern, matches=tuple(matches), truncated=True, skipped=skipped
+                )
+            if len(line) > limits.max_grep_line_chars:
+                line = line[: limits.max_grep_line_chars] + " [... line clipped]"
+            matches.append(GrepMatch(path=shown, line_number=number, line=line))
+    return GrepResult(pattern=regex.pattern, matches=tuple(matches), skipped=skipped)

@@ -1,0 +1,511 @@
+"""``LocalWorkspaceSession``: the single enforcement point of the workspace policy.
+
+Invariant: every file operation and command, whoever calls it (built-in tools, custom
+tools via ``ctx.workspace``, library code), resolves its path(s) here and is judged by
+``WorkspacePolicy``; a ``deny`` raises ``PermissionDeniedError`` here and nowhere else.
+``ask`` is not resolved here: the tools' ``needs_approval`` predicates call
+``decide_path``/``decide_command`` first, so by the time a call reaches the session an ask
+has been approved and passes. Commands are judged on their static rules merged, most
+restrictive first, with the path claims of the command guard (anchored at the command's
+cwd, which is itself judged as a read). Per-process ``/proc`` paths are always refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import weakref
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from . import _listing, _shell
+from ._files import decode_text, read_prefix, write_atomic
+from .command_guard import parse_command
+from .errors import FileTooLargeError, PermissionDeniedError, WorkspaceClosedError, WorkspaceError
+from .paths import ResolvedPath, is_proc_magic, resolve_path
+from .policy import Decision, FileOp, WorkspacePolicy, most_restrictive
+from .protocol import SandboxLauncher, ShellExecutor
+from .results import (
+    CommandResult,
+    DirListing,
+    EditResult,
+    FileBytes,
+    FileChange,
+    FileContent,
+    GrepResult,
+    ProcessOutput,
+    ProcessStart,
+    ProcessStatus,
+    WorkspaceLimits,
+)
+
+__all__ = ["LocalWorkspaceSession"]
+
+_DENY_HINT = (
+    "the workspace policy forbids this; denied_paths and path rules beat grants. "
+    "Work with another path, or ask the user to change the workspace policy"
+)
+
+
+class LocalWorkspaceSession:
+    """An open local workspace rooted at ``root`` (see the module docstring for the gate).
+
+    Built by ``LocalWorkspace.open()``; usable directly as a library. Raises
+    ``WorkspaceClosedError`` after ``close()``.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        policy: WorkspacePolicy | None = None,
+        limits: WorkspaceLimits | None = None,
+        env: Mapping[str, str] | None = None,
+        inherit_env: bool = False,
+        shell_timeout: float = 300.0,
+        executor: ShellExecutor | None = None,
+    ) -> None:
+        self.root = Path(root).resolve()
+        self.policy = policy if policy is not None else WorkspacePolicy.coding()
+        self.limits = limits if limits is not None else WorkspaceLimits()
+        self.env = dict(env or {})
+        self.inherit_env = inherit_env
+        self.shell_timeout = shell_timeout
+        self.executor = executor
+        # Checked once: a launcher's argv is run (and owned) by this session.
+        self._launcher = executor if isinstance(executor, SandboxLauncher) else None
+        self._closed = False
+        self._locks: weakref.WeakValueDictionary[Path, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._foreground: dict[int, asyncio.subprocess.Process | None] = {}
+        self._processes: dict[str, _shell.BackgroundProcess] = {}
+        self._spawned = 0
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` was called."""
+        return self._closed
+
+    # -- decisions ---------------------------------------------------------------------
+
+    def resolve(self, path: str | os.PathLike[str], *, base: Path | None = None) -> ResolvedPath:
+        """Resolve ``path`` against the root (or ``base``), following symlinks.
+
+        Raises ``WorkspaceError`` for a path with a NUL byte (no OS can name it).
+        """
+        if "\0" in os.fspath(path):
+            raise WorkspaceError("the path contains a NUL byte", hint="pass a real file path")
+        return resolve_path(path, self.root, base=base)
+
+    def display(self, resolved: ResolvedPath) -> str:
+        """How a path is shown: relative inside the root, absolute outside."""
+        return resolved.rel if resolved.rel is not None else str(resolved.path)
+
+    def _judge(self, resolved: ResolvedPath, op: FileOp) -> Decision:
+        if is_proc_magic(resolved.path):
+            return "deny"
+        return self.policy.decide_path(resolved.rel, resolved.path, op)
+
+    def decide_path(self, path: str, *, write: bool = False) -> Decision:
+        """The verdict for reading (or writing) ``path``; never raises for a deny."""
+        return self._judge(self.resolve(path), "write" if write else "read")
+
+    def decide_command(self, command: str, cwd: str = ".") -> Decision:
+        """The verdict for ``command`` run in ``cwd``: static rules merged with path claims."""
+        static = self.policy.decide_command(command)
+        if static == "deny":
+            return "deny"
+        where = self.resolve(cwd)
+        verdicts = [static, self._judge(where, "read")]
+        parsed = parse_command(command)
+        for claim in parsed.claims:
+            verdicts.append(self._judge(self.resolve(claim.path, base=where.path), claim.op))
+        for word in parsed.bare_words:
+            candidate = where.path / word
+            if os.path.lexists(candidate):
+                verdicts.append(self._judge(self.resolve(candidate), "read"))
+        return most_restrictive(*verdicts)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise WorkspaceClosedError(
+                "the workspace session is closed",
+                hint="open a new session (LocalWorkspace.open()) to keep working",
+            )
+
+    def _gate(self, path: str, *ops: FileOp) -> ResolvedPath:
+        self._check_open()
+        resolved = self.resolve(path)
+        for op in ops:
+            if self._judge(resolved, op) == "deny":
+                raise PermissionDeniedError(
+                    f"{op} of {self.display(resolved)!r} is denied by the workspace policy",
+                    hint=_DENY_HINT,
+                )
+        return resolved
+
+    def _lock(self, path: Path) -> asyncio.Lock:
+        lock = self._locks.get(path)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[path] = lock
+        return lock
+
+    # -- files -------------------------------------------------------------------------
+
+    async def read_text(
+        self, path: str, start: int | None = None, end: int | None = None
+    ) -> FileContent:
+        """Lines ``start``..``end`` (1-based, inclusive) of a UTF-8 text file.
+
+        Past EOF is empty, ``end`` is clamped, at most ``max_file_read_chars`` are returned
+        (announced). Raises ``WorkspaceError`` for an invalid range, binary or non-UTF-8
+        content, and ``PermissionDeniedError`` on deny.
+        """
+        if (start is not None and start < 1) or (end is not None and end < 1):
+            raise WorkspaceError("line numbers are 1-based", hint="use start >= 1 and end >= 1")
+        if start is not None and end is not None and end < start:
+            raise WorkspaceError(f"invalid line range {start}..{end}", hint="end must be >= start")
+        resolved = self._gate(path, "read")
+        shown = self.display(resolved)
+        cap = self.limits.max_file_read_bytes
+        data, size = await asyncio.to_thread(read_prefix, resolved.path, cap)
+        partial = size > len(data)
+        text = decode_text(data, shown, partial=partial)
+        max_chars = self.limits.max_file_read_chars
+        return _page(text, shown, start, end, max_chars, partial, len(data), size)
+
+    async def read_bytes(self, path: str, max_bytes: int | None = None) -> FileBytes:
+        """Raw bytes (at most ``max_bytes``, default ``max_file_read_bytes``)."""
+        resolved = self._gate(path, "read")
+        cap = self.limits.max_file_read_bytes if max_bytes is None else max_bytes
+        data, size = await asyncio.to_thread(read_prefix, resolved.path, cap)
+        shown = self.display(resolved)
+        return FileBytes(path=shown, data=data, size=size, truncated=size > len(data))
+
+    async def write_text(self, path: str, content: str, create_only: bool = False) -> FileChange:
+        """Write ``content`` (UTF-8) atomically, creating parent directories.
+
+        The file mode of an existing file is kept. Raises ``WorkspaceError`` when the target
+        is the root or a directory, or exists and ``create_only`` is set.
+        """
+        resolved = self._gate(path, "write")
+        if resolved.rel == ".":
+            raise WorkspaceError("cannot write to the workspace root", hint="name a file path")
+        data = _encode(content)
+        async with self._lock(resolved.path):
+            created = await asyncio.to_thread(
+                write_atomic, resolved.path, data, create_only=create_only
+            )
+        return FileChange(path=self.display(resolved), created=created, chars_written=len(content))
+
+    async def edit_text(
+        self, path: str, old: str, new: str, replace_all: bool = False
+    ) -> EditResult:
+        """Replace the exact substring ``old`` by ``new`` (CRLF-tolerant).
+
+        Fails on zero or several matches unless ``replace_all``; ``old == new`` is a no-op.
+        Raises ``WorkspaceError`` for an empty ``old`` or a non-UTF-8 file.
+        """
+        if not old:
+            raise WorkspaceError("old text must not be empty", hint="use write_file instead")
+        resolved = self._gate(path, "read", "write")
+        shown = self.display(resolved)
+        async with self._lock(resolved.path):
+            count = await asyncio.to_thread(
+                self._edit_sync, resolved.path, shown, old, new, replace_all
+            )
+        return EditResult(path=shown, replacements=count)
+
+    def _edit_sync(self, judged: Path, shown: str, old: str, new: str, replace_all: bool) -> int:
+        cap = self.limits.max_file_read_bytes
+        data, size = read_prefix(judged, cap)
+        if size > len(data):
+            raise FileTooLargeError(
+                f"{shown!r} is {size} bytes, over the {cap}-byte edit limit",
+                hint="edit it with a shell tool (sed, python) instead",
+            )
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise WorkspaceError(
+                f"{shown!r} is not UTF-8 text", hint="only UTF-8 files can be edited"
+            ) from None
+        if old == new:
+            return 0
+        count = text.count(old)
+        if count == 0 and "\r\n" in text:
+            crlf_old = old.replace("\r\n", "\n").replace("\n", "\r\n")
+            count = text.count(crlf_old)
+            if count:
+                old, new = crlf_old, new.replace("\r\n", "\n").replace("\n", "\r\n")
+        if count == 0:
+            raise WorkspaceError(
+                f"the old text was not found in {shown!r}",
+                hint="read the file again and copy the exact text, whitespace included",
+            )
+        if count > 1 and not replace_all:
+            raise WorkspaceError(
+                f"the old text occurs {count} times in {shown!r}",
+                hint="include more surrounding lines to make it unique, or set replace_all",
+            )
+        text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+        write_atomic(judged, _encode(text), create_only=False)
+        return count if replace_all else 1
+
+    async def list_files(
+        self, path: str = ".", pattern: str | None = None, include_hidden: bool = False
+    ) -> DirListing:
+        """Entries of a directory (recursive when ``pattern`` is a glob), directories first.
+
+        Entries the policy does not allow to read are left out; the listing is cut (and
+        says so) at ``max_list_results``.
+        """
+        resolved = self._gate(path, "read")
+        if not resolved.path.is_dir():
+            hint = None
+            if not resolved.path.exists() and path.strip("/") == self.root.name:
+                hint = "paths are relative to the workspace root; use '.' for the root"
+            what = "is not a directory" if resolved.path.exists() else "does not exist"
+            raise WorkspaceError(f"{self.display(resolved)!r} {what}", hint=hint)
+        return await asyncio.to_thread(_listing.list_dir, self, resolved, pattern, include_hidden)
+
+    async def grep(self, pattern: str, path: str = ".", glob: str | None = None) -> GrepResult:
+        """Lines matching the regex ``pattern`` under ``path`` (a file or a directory).
+
+        Binary, oversized and not-allowed files are skipped (counted); long lines are
+        clipped and matches capped. Raises ``WorkspaceError`` for an invalid regex.
+        """
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise WorkspaceError(f"invalid regex {pattern!r}: {exc}") from None
+        resolved = self._gate(path, "read")
+        if not resolved.path.exists():
+            raise WorkspaceError(f"{self.display(resolved)!r} does not exist")
+        return await asyncio.to_thread(_listing.grep, self, resolved, regex, glob)
+
+    # -- commands ----------------------------------------------------------------------
+
+    def _command_gate(self, command: str, cwd: str) -> Path:
+        self._check_open()
+        if self.decide_command(command, cwd) == "deny":
+            raise PermissionDeniedError(
+                f"the command {command[:200]!r} is denied by the workspace policy",
+                hint=_DENY_HINT,
+            )
+        where = self.resolve(cwd).path
+        if not where.is_dir():
+            raise WorkspaceError(f"the working directory {cwd!r} is not a directory")
+        return where
+
+    def _env(self, env: Mapping[str, str] | None) -> dict[str, str]:
+        return _shell.build_env(
+            self.root, inherit_env=self.inherit_env, session_env=self.env, call_env=env
+        )
+
+    def _track(self, proc: asyncio.subprocess.Process | None, pid: int) -> None:
+        if proc is None:
+            self._foreground.pop(pid, None)
+            return
+        self._foreground[pid] = proc
+        if self._closed:  # started while close() ran: reap it ourselves
+            _shell.kill_group(pid)
+
+    async def run(
+        self,
+        command: str,
+        cwd: str = ".",
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> CommandResult:
+        """Run ``command`` with the system shell in a fresh process group.
+
+        ``timeout`` (default ``shell_timeout``) kills the whole group and sets
+        ``timed_out``; output is clipped head + tail to ``max_shell_output_chars``.
+        """
+        where = self._command_gate(command, cwd)
+        limit = self.shell_timeout if timeout is None else timeout
+        max_chars = self.limits.max_shell_output_chars
+        if self._launcher is not None:
+            # Same sandbox as executor.run, but owned here: tracked for close(), clipped.
+            argv = self._launcher.launch_argv(
+                command, cwd=str(where), policy=self.policy, root=self.root
+            )
+        elif self.executor is not None:
+            result = await self.executor.run(
+                command, cwd=str(where), env=self._env(env), timeout=limit,
+                policy=self.policy, root=self.root,
+            )  # fmt: skip
+            return _clip_result(result, max_chars)
+        else:
+            argv = ["/bin/sh", "-c", command]
+        return await _shell.run(
+            argv, command=command, cwd=str(where), env=self._env(env),
+            timeout=limit, max_chars=max_chars, track=self._track,
+        )  # fmt: skip
+
+    async def spawn(
+        self,
+        command: str,
+        cwd: str = ".",
+        env: Mapping[str, str] | None = None,
+        description: str | None = None,
+    ) -> ProcessStart:
+        """Start ``command`` as a background process owned by this session.
+
+        Judged like ``run``; no timeout; killed by ``kill_process`` or ``close()``.
+        Raises ``WorkspaceError`` under an executor that cannot wrap background processes.
+        """
+        where = self._command_gate(command, cwd)
+        if self.executor is None:
+            argv = ["/bin/sh", "-c", command]
+        elif self._launcher is not None:
+            argv = self._launcher.launch_argv(
+                command, cwd=str(where), policy=self.policy, root=self.root
+            )
+        else:
+            raise WorkspaceError(
+                "background processes are not supported under this ShellExecutor",
+                hint="run the command in the foreground, or use an executor that can wrap them",
+            )
+        self._spawned += 1
+        process = _shell.BackgroundProcess(
+            f"p{self._spawned}", command, description, self.limits.max_shell_output_chars
+        )
+        await process.start(argv, cwd=str(where), env=self._env(env))
+        self._processes[process.process_id] = process
+        if self._closed:
+            await process.kill()
+            self._check_open()
+        assert process.proc is not None
+        return ProcessStart(process_id=process.process_id, command=command, pid=process.proc.pid)
+
+    def _process(self, process_id: str) -> _shell.BackgroundProcess:
+        process = self._processes.get(process_id)
+        if process is None:
+            live = ", ".join(p for p, proc in self._processes.items() if proc.running) or "none"
+            raise WorkspaceError(
+                f"no background process {process_id!r} (running: {live})",
+                hint="background processes do not survive a restart or a checkpoint resume; "
+                "re-run the start command",
+            )
+        return process
+
+    async def read_process_output(self, process_id: str) -> ProcessOutput:
+        """Output since the last read, and the status; never fails for an exited process."""
+        process = self._process(process_id)
+        if not process.running:
+            await process.settle()
+            process.delivered = True
+        text, dropped = process.take()
+        return ProcessOutput(
+            process_id=process_id, output=text, state=_state(process),
+            exit_code=process.exit_code, dropped_chars=dropped,
+        )  # fmt: skip
+
+    async def kill_process(self, process_id: str) -> ProcessOutput:
+        """Kill the process's whole group and return the final output."""
+        process = self._process(process_id)
+        await process.kill()
+        process.delivered = True
+        text, dropped = process.take()
+        return ProcessOutput(
+            process_id=process_id, output=text, state=_state(process),
+            exit_code=process.exit_code, dropped_chars=dropped,
+        )  # fmt: skip
+
+    def background_processes(self) -> list[ProcessStatus]:
+        """A passive status list of background processes (nothing is consumed)."""
+        out = []
+        for process in self._processes.values():
+            code = process.proc.returncode if process.proc is not None else None
+            out.append(
+                ProcessStatus(
+                    process_id=process.process_id,
+                    command=process.command,
+                    state=_state(process),
+                    exit_code=code,
+                    description=process.description,
+                    delivered=process.delivered,
+                )  # fmt: skip
+            )
+        return out
+
+    async def close(self) -> None:
+        """Kill every foreground and background process group; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for pid in list(self._foreground):
+            _shell.kill_group(pid)
+        await asyncio.gather(*(p.kill() for p in self._processes.values()))
+
+    async def __aenter__(self) -> LocalWorkspaceSession:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+def _encode(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise WorkspaceError(
+            "the text contains lone surrogates and cannot be written as UTF-8",
+            hint="send valid Unicode text",
+        ) from None
+
+
+def _state(process: _shell.BackgroundProcess) -> Literal["running", "exited", "killed"]:
+    if process.running:
+        return "running"
+    return "killed" if process.killed else "exited"
+
+
+def _clip_result(result: CommandResult, max_chars: int) -> CommandResult:
+    stdout, out_cut = _shell.clip_text(result.stdout, max_chars)
+    stderr, err_cut = _shell.clip_text(result.stderr, max_chars)
+    if not (out_cut or err_cut):
+        return result
+    from dataclasses import replace
+
+    return replace(result, stdout=stdout, stderr=stderr, truncated=True)
+
+
+def _page(
+    text: str,
+    shown: str,
+    start: int | None,
+    end: int | None,
+    max_chars: int,
+    partial: bool,
+    read: int,
+    size: int,
+) -> FileContent:
+    lines = text.split("\n")
+    lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+    total = len(lines)
+    first = start or 1
+    last = min(end or total, total)
+    chosen: list[str] = []
+    used = 0
+    truncated = False
+    for line in lines[first - 1 : last]:
+        if used + len(line) > max_chars:
+            truncated = True
+            if not chosen:  # a single huge line: give its head
+                chosen.append(line[:max_chars])
+            break
+        chosen.append(line)
+        used += len(line)
+    shown_end = first + len(chosen) - 1 if chosen else max(first - 1, 0)
+    note = None
+    if partial:
+        note = f"the file is {size} bytes; only the first {read} bytes were read"
+    return FileContent(
+        path=shown, content="".join(chosen), start=first, end=shown_end,
+        total_lines=total, truncated=truncated, note=note,
+    )  # fmt: skip

@@ -1,0 +1,164 @@
+"""``BubblewrapExecutor``: run workspace commands inside a bubblewrap sandbox.
+
+The sandbox is derived from the ``WorkspacePolicy`` the session enforces, and runs after
+the policy and approval gates (it decides how a command runs, never whether):
+
+- the host root is mounted read-only; ``/tmp`` is a private tmpfs; the workspace root is
+  bound read-write when writes inside are not denied, and absolute ``writable`` grants
+  are bound read-write; paths whose writes ask or are denied (``.git/hooks`` in coding
+  mode) are re-bound read-only;
+- denied paths (``denied_paths`` and deny rules for reads) are hidden: a tmpfs over a
+  directory, ``/dev/null`` over a file. Relative and bare patterns are expanded inside
+  the root; absolute ones with ``glob``;
+- no network unless the executor was built with ``allow_network=True``;
+- its own PID namespace with a fresh ``/proc``, a new session, a new user namespace and
+  every capability dropped: a root launcher would otherwise leave the command able to
+  remount ``/`` read-write;
+- bwrap itself is launched with the command's minimal environment, so even
+  ``/proc/1/environ`` inside shows nothing else.
+
+Killing works through the PID namespace: the session kills bwrap's process group;
+``--die-with-parent`` then kills the namespace's init, and the kernel kills every process
+in the namespace, including children that called ``setsid``.
+
+Linux only; needs the ``bwrap`` binary (Debian/Ubuntu package ``bubblewrap``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+import shutil
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from lovia.exceptions import UserError
+
+from . import _shell
+from .policy import WorkspacePolicy
+from .results import CommandResult
+
+__all__ = ["BubblewrapExecutor"]
+
+_MAX_SCAN_DIRS = 20_000  # bound the walk that expands bare denied patterns in the root
+
+
+class BubblewrapExecutor:
+    """A ``ShellExecutor`` (and ``SandboxLauncher``) backed by bubblewrap.
+
+    The network is cut unless ``allow_network=True``. ``bwrap`` is the binary (default:
+    found on PATH). Raises ``UserError`` when bwrap is missing, with the install hint.
+    """
+
+    def __init__(
+        self,
+        *,
+        allow_network: bool = False,
+        bwrap: str | None = None,
+        max_output_chars: int = 30_000,
+    ) -> None:
+        found = bwrap or shutil.which("bwrap")
+        if found is None:
+            raise UserError(
+                "bubblewrap (bwrap) is not installed",
+                hint="install it: apt-get install bubblewrap (Debian/Ubuntu)",
+            )
+        self.bwrap = found
+        self.allow_network = allow_network
+        self.max_output_chars = max_output_chars
+
+    def launch_argv(
+        self, command: str, *, cwd: str, policy: WorkspacePolicy, root: Path
+    ) -> list[str]:
+        """The bwrap argv that runs ``command`` with ``/bin/sh`` in the derived sandbox."""
+        argv = [
+            self.bwrap,
+            "--die-with-parent",
+            "--new-session",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--unshare-user",
+            "--cap-drop",
+            "ALL",
+        ]
+        if not self.allow_network:
+            argv.append("--unshare-net")
+        argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        argv += _bind(root, writable=policy.write != "deny")
+        for rule in policy.path_rules:
+            if rule.action == "allow" and rule.pattern.startswith(("/", "~")):
+                for path in _expand(rule.pattern, root):
+                    if "write" in rule.ops or not path.is_relative_to(root):
+                        argv += _bind(path, writable="write" in rule.ops)
+        for rule in policy.path_rules:
+            if rule.action != "allow" and "write" in rule.ops:
+                for path in _expand(rule.pattern, root):
+                    argv += _bind(path, writable=False)
+        hidden = list(policy.denied_paths)
+        hidden += [r.pattern for r in policy.path_rules if r.action == "deny" and "read" in r.ops]
+        for pattern in hidden:
+            for path in _expand(pattern, root):
+                if path.is_dir():
+                    argv += ["--tmpfs", str(path)]
+                else:
+                    argv += ["--ro-bind", "/dev/null", str(path)]
+        argv += ["--chdir", cwd, "--", "/bin/sh", "-c", command]
+        return argv
+
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        timeout: float | None,
+        policy: WorkspacePolicy,
+        root: Path,
+    ) -> CommandResult:
+        """Run ``command`` in the sandbox; a timeout kills the whole PID namespace."""
+        argv = self.launch_argv(command, cwd=cwd, policy=policy, root=root)
+        return await _shell.run(
+            argv, command=command, cwd=cwd, env=env, timeout=timeout,
+            max_chars=self.max_output_chars,
+        )  # fmt: skip
+
+
+def _bind(path: Path, *, writable: bool) -> list[str]:
+    if not path.exists():
+        return []
+    return ["--bind" if writable else "--ro-bind", str(path), str(path)]
+
+
+def _expand(pattern: str, root: Path) -> list[Path]:
+    """Existing paths a policy pattern names (resolved, deduplicated, sorted)."""
+    pattern = pattern.strip()
+    if not pattern:
+        return []
+    if pattern.startswith(("/", "~")):
+        found = glob.glob(os.path.expanduser(pattern))
+    elif "/" in pattern:
+        relative = pattern[2:] if pattern.startswith("./") else pattern
+        found = glob.glob(str(root / relative.rstrip("/")))
+    else:
+        found = [str(p) for p in _scan(root, pattern)]
+    return sorted({Path(os.path.realpath(p)) for p in found})
+
+
+def _scan(root: Path, pattern: str) -> Iterator[Path]:
+    """Entries under ``root`` whose name matches a bare pattern (matched dirs not entered)."""
+    stack, visited = [root], 0
+    while stack and visited < _MAX_SCAN_DIRS:
+        current = stack.pop()
+        visited += 1
+        try:
+            entries = list(os.scandir(current))
+        except OSError:
+            continue
+        for entry in entries:
+            if fnmatch.fnmatchcase(entry.name, pattern):
+                yield Path(entry.path)
+            elif entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
