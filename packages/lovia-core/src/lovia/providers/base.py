@@ -81,7 +81,9 @@ class EntryCompletedDelta:
     index: int | None = None
 
 
-ModelDelta = Union[TextDelta, ReasoningDelta, ToolCallDelta, UsageDelta, FinishDelta, EntryCompletedDelta]
+ModelDelta = Union[
+    TextDelta, ReasoningDelta, ToolCallDelta, UsageDelta, FinishDelta, EntryCompletedDelta
+]
 """One piece of a provider stream."""
 
 

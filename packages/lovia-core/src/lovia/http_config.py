@@ -1,0 +1,175 @@
+"""Shared settings for every outbound HTTP client (providers, fetch tools, embedders).
+
+Environment (an explicit argument always wins):
+
+* ``LOVIA_PROVIDER_TIMEOUT``: seconds, default 300; invalid or non-positive values are ignored.
+* ``LOVIA_PROVIDER_TRUST_ENV``: honour proxy variables and ``.netrc`` (off by default).
+* ``LOVIA_HTTP_INSECURE``: skip TLS verification (wins over everything else).
+* ``LOVIA_HTTP_CA_BUNDLE``: a CA file or directory to verify against.
+
+Without either TLS variable, the system trust store is used through ``truststore`` when it is
+installed, else certifi's bundle. SOCKS proxies in the environment are ignored (they would
+need an extra dependency and usually belong to another tool). httpx is imported only by
+``make_async_client``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import ssl
+
+    import httpx
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "make_async_client",
+    "resolve_timeout",
+    "resolve_trust_env",
+    "resolve_verify",
+]
+
+DEFAULT_TIMEOUT = 300.0
+"""Seconds a provider call may take when nothing else is configured."""
+
+_TRUE = frozenset(("1", "true", "yes", "on"))
+_PROXY_VARS = ("all_proxy", "http_proxy", "https_proxy")
+_log = logging.getLogger("lovia.http")
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in _TRUE
+
+
+def resolve_timeout(timeout: float | None = None) -> float:
+    """``timeout`` if given, else ``LOVIA_PROVIDER_TIMEOUT`` when valid and positive, else 300."""
+    if timeout is not None:
+        return float(timeout)
+    raw = os.environ.get("LOVIA_PROVIDER_TIMEOUT", "").strip()
+    if raw:
+        try:
+            value = float(raw)
+        except ValueError:
+            _log.warning("ignoring LOVIA_PROVIDER_TIMEOUT=%r: not a number", raw)
+        else:
+            if value > 0 and value != float("inf"):
+                return value
+            _log.warning("ignoring LOVIA_PROVIDER_TIMEOUT=%r: not a positive number", raw)
+    return DEFAULT_TIMEOUT
+
+
+def resolve_trust_env(trust_env: bool | None = None) -> bool:
+    """``trust_env`` if given, else ``LOVIA_PROVIDER_TRUST_ENV`` (off by default)."""
+    if trust_env is not None:
+        return trust_env
+    return _env_flag("LOVIA_PROVIDER_TRUST_ENV")
+
+
+@cache
+def _context_for(kind: str, path: str = "") -> ssl.SSLContext:
+    # Building a context reads a CA bundle (tens of ms): one per process and source.
+    import ssl
+
+    if kind == "bundle":
+        if os.path.isdir(path):
+            return ssl.create_default_context(capath=path)
+        return ssl.create_default_context(cafile=path)
+    if kind == "truststore":
+        import truststore
+
+        ctx: ssl.SSLContext = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        return ctx
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+def resolve_verify(verify: bool | str | ssl.SSLContext | None = None) -> bool | ssl.SSLContext:
+    """The TLS verification to use: ``False`` (insecure) or an ``ssl.SSLContext``.
+
+    Order: an explicit ``verify`` (a bool, a CA path or a context), then
+    ``LOVIA_HTTP_INSECURE``, then ``LOVIA_HTTP_CA_BUNDLE``, then truststore, then certifi.
+    """
+    import ssl
+
+    if isinstance(verify, ssl.SSLContext):
+        return verify
+    if isinstance(verify, str):
+        return _context_for("bundle", verify)
+    if verify is False:
+        return False
+    if verify is None and _env_flag("LOVIA_HTTP_INSECURE"):
+        return False
+    bundle = os.environ.get("LOVIA_HTTP_CA_BUNDLE", "").strip()
+    if verify is None and bundle:
+        return _context_for("bundle", bundle)
+    try:
+        return _context_for("truststore")
+    except ImportError:
+        return _context_for("certifi")
+
+
+def _socks_proxy_in_env() -> bool:
+    for name in _PROXY_VARS:
+        for key in (name, name.upper()):
+            if os.environ.get(key, "").strip().lower().startswith("socks"):
+                return True
+    return False
+
+
+def _env_proxy_mounts() -> dict[str, Any]:
+    """Proxy mounts from the environment with SOCKS entries dropped (NO_PROXY honoured)."""
+    import httpx
+
+    def get(name: str) -> str:
+        return os.environ.get(name.upper(), "") or os.environ.get(name, "")
+
+    mounts: dict[str, Any] = {}
+    for scheme, var in (
+        ("all://", "all_proxy"),
+        ("http://", "http_proxy"),
+        ("https://", "https_proxy"),
+    ):
+        url = get(var).strip()
+        if url and not url.lower().startswith("socks"):
+            mounts[scheme] = httpx.AsyncHTTPTransport(proxy=url)
+    for host in filter(None, (h.strip() for h in get("no_proxy").split(","))):
+        if host == "*":
+            return {}
+        mounts[f"all://{host.lstrip('.')}"] = None
+        mounts[f"all://*.{host.lstrip('.')}"] = None
+    return mounts
+
+
+def make_async_client(
+    *,
+    base_url: str = "",
+    headers: dict[str, str] | None = None,
+    timeout: float | None = None,
+    trust_env: bool | None = None,
+    verify: bool | str | ssl.SSLContext | None = None,
+    follow_redirects: bool = False,
+) -> httpx.AsyncClient:
+    """An ``httpx.AsyncClient`` with lovia's timeout, TLS and proxy settings."""
+    import httpx
+
+    seconds = resolve_timeout(timeout)
+    trust = resolve_trust_env(trust_env)
+    kwargs: dict[str, Any] = {}
+    if trust and _socks_proxy_in_env():
+        _log.debug("ignoring a SOCKS proxy from the environment")
+        kwargs["mounts"] = _env_proxy_mounts()
+        trust = False
+    return httpx.AsyncClient(
+        base_url=base_url,
+        headers=headers,
+        timeout=httpx.Timeout(seconds, connect=min(seconds, 30.0)),
+        trust_env=trust,
+        verify=resolve_verify(verify),
+        follow_redirects=follow_redirects,
+        **kwargs,
+    )

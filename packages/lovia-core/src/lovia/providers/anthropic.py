@@ -1,0 +1,533 @@
+"""Anthropic Messages API adapter (streaming).
+
+Mapping rules:
+
+* Leading system inputs become the ``system`` blocks; later system inputs become user text.
+* Tool calls are ``tool_use`` blocks (arguments that are not a JSON object are wrapped as
+  ``{"value": ...}``, unparsable text as ``{"raw": ...}``); results are ``tool_result``
+  blocks with ``is_error``, carrying image blocks when the model has vision.
+* Files: PDFs (base64 or URL) and text documents become ``document`` blocks; other mime
+  types, invalid UTF-8 text and non-PDF URLs raise ``UserError``.
+* Thinking and ``redacted_thinking`` round-trip through ``ReasoningEntry`` (``provider=
+  "anthropic"``, ``metadata={"signature": ...}`` or ``{"redacted": data}``); reasoning from
+  other adapters or without a signature is dropped. On the official host, thinking blocks
+  are sent back only when thinking is enabled in ``provider_options``.
+* ``cache_system=True`` puts ephemeral cache breakpoints on the last system block and the
+  last tool. ``pause_turn`` is passed through as the finish reason.
+* ``temperature``/``top_p`` are sent to gateways only: the official API version this adapter
+  targets has no sampling parameters.
+* Gateways that send whole blocks (a ``tool_use`` with its ``input`` at block start, text in
+  ``content_block_start``) are accepted.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+from ..events import ReasoningDelta, TextDelta
+from ..exceptions import UserError
+from ..messages import Usage
+from ..parts import ContentPart, FilePart, ImagePart, TextPart, project_parts, text_of
+from ..transcript import (
+    AssistantTextEntry,
+    InputEntry,
+    ReasoningEntry,
+    ToolCallEntry,
+    ToolResultEntry,
+    TranscriptEntry,
+)
+from ._http import host_of, merge_headers, merge_options, parse_json_event, stream_deltas, truncated
+from .base import (
+    EntryCompletedDelta,
+    FinishDelta,
+    ModelDelta,
+    ModelSettings,
+    ToolCallDelta,
+    UsageDelta,
+)
+from .discovery import discover_window, table_window
+from .errors import stream_error
+from .sse import SSEEvent, SSEParser
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ..tools.base import Tool
+
+__all__ = ["AnthropicProvider", "DEFAULT_ANTHROPIC_BASE_URL", "MessagesStreamDecoder"]
+
+DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+"""Where ``AnthropicProvider`` goes without ``base_url=`` or ``ANTHROPIC_BASE_URL``."""
+
+_FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "refusal": "content_filter",
+    "pause_turn": "pause_turn",
+}
+_OFFICIAL_HOST = "api.anthropic.com"
+
+
+class AnthropicProvider:
+    """A Claude model behind the Messages API (or a gateway speaking it)."""
+
+    name = "anthropic"
+    supports_json_schema = False
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: httpx.AsyncClient | None = None,
+        timeout: float | None = None,
+        anthropic_version: str = "2023-06-01",
+        default_max_tokens: int = 16_384,
+        default_headers: Mapping[str, str] | None = None,
+        trust_env: bool | None = None,
+        official_dialect: bool | None = None,
+        cache_system: bool = False,
+        supports_vision: bool | None = None,
+    ) -> None:
+        if not model:
+            raise UserError(
+                "AnthropicProvider needs a model name",
+                hint="e.g. AnthropicProvider('claude-sonnet-4-5')",
+            )
+        self.model = model
+        self.base_url = (
+            base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_BASE_URL
+        ).rstrip("/")
+        self.host = host_of(self.base_url)
+        official_host = self.host == _OFFICIAL_HOST
+        self.official_dialect = official_host if official_dialect is None else official_dialect
+        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY") or None
+        extra = dict(default_headers or {})
+        if (
+            official_host
+            and not key
+            and not any(k.lower() in ("x-api-key", "authorization") for k in extra)
+        ):
+            raise UserError(
+                f"no API key for {self.host!r}",
+                hint="set ANTHROPIC_API_KEY or pass api_key=; "
+                "for a gateway set base_url= (or ANTHROPIC_BASE_URL)",
+            )
+        base_headers = {"anthropic-version": anthropic_version}
+        if key:
+            base_headers["x-api-key"] = key
+        self._headers = merge_headers(base_headers, extra, protected=("x-api-key",))
+        # Claude models all accept images; gateways in front of them do too.
+        self.supports_vision = True if supports_vision is None else supports_vision
+        self.default_max_tokens = default_max_tokens
+        self.cache_system = cache_system
+        self._timeout = timeout
+        self._trust_env = trust_env
+        self._client = client
+        self._owns_client = client is None
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(model={self.model!r}, base_url={self.base_url!r})"
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            from ..http_config import make_async_client
+
+            self._client = make_async_client(timeout=self._timeout, trust_env=self._trust_env)
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this provider created it."""
+        if self._owns_client and self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    def context_window(self) -> int | None:
+        """The bundled window for this host and model, if known."""
+        return table_window(self.host, self.model)
+
+    async def discover_context_window(self) -> int | None:
+        """Ask ``/v1/models`` for ``max_input_tokens``; fail-open, memoised."""
+        return await discover_window(self.base_url + "/v1", self.model, self._headers)
+
+    # -- request -----------------------------------------------------------------------
+
+    def build_request(
+        self,
+        entries: Sequence[TranscriptEntry],
+        *,
+        tools: Sequence[Tool] = (),
+        response_format: dict[str, Any] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> dict[str, Any]:
+        """The Messages API request body for this view (``response_format`` is not native)."""
+        s = settings or ModelSettings()
+        options = s.options_for("claude", "anthropic")
+        thinking = options.get("thinking")
+        keep_thinking = not self.official_dialect or (
+            isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
+        )
+        system, messages = self._messages(entries, keep_thinking=keep_thinking)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": s.max_tokens if s.max_tokens is not None else self.default_max_tokens,
+            "messages": messages,
+            "stream": True,
+        }
+        if system:
+            if self.cache_system:
+                system[-1]["cache_control"] = {"type": "ephemeral"}
+            body["system"] = system
+        if tools:
+            specs: list[dict[str, Any]] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in tools
+            ]
+            if self.cache_system:
+                specs[-1]["cache_control"] = {"type": "ephemeral"}
+            body["tools"] = specs
+            if s.parallel_tool_calls is False:
+                body["tool_choice"] = {"type": "auto", "disable_parallel_tool_use": True}
+        if not self.official_dialect:
+            # The current Messages API has no sampling knobs (the SDK's request type lists
+            # none); gateways in front of other models still take them.
+            if s.temperature is not None:
+                body["temperature"] = s.temperature
+            if s.top_p is not None:
+                body["top_p"] = s.top_p
+        if s.stop is not None:
+            body["stop_sequences"] = list(s.stop)
+        return merge_options(body, options)
+
+    def _messages(
+        self, entries: Sequence[TranscriptEntry], *, keep_thinking: bool
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        system: list[dict[str, Any]] = []
+        messages: list[dict[str, Any]] = []
+        leading = True
+
+        def add(role: str, block: dict[str, Any]) -> None:
+            if messages and messages[-1]["role"] == role:
+                messages[-1]["content"].append(block)
+            else:
+                messages.append({"role": role, "content": [block]})
+
+        pending_thinking: list[dict[str, Any]] = []
+        for e in entries:
+            if isinstance(e, InputEntry):
+                pending_thinking.clear()
+                if e.role == "system" and leading:
+                    system.append({"type": "text", "text": text_of(e.content)})
+                    continue
+                if e.role == "system":
+                    add("user", {"type": "text", "text": text_of(e.content)})
+                else:
+                    for block in self._blocks(e.content):
+                        add("user", block)
+                leading = False
+                continue
+            leading = False
+            if isinstance(e, ReasoningEntry):
+                thinking = _thinking_block(e) if keep_thinking else None
+                if thinking is not None:
+                    pending_thinking.append(thinking)
+            elif isinstance(e, AssistantTextEntry):
+                for block in pending_thinking:
+                    add("assistant", block)
+                pending_thinking.clear()
+                if e.content:
+                    add("assistant", {"type": "text", "text": e.content})
+            elif isinstance(e, ToolCallEntry):
+                for block in pending_thinking:
+                    add("assistant", block)
+                pending_thinking.clear()
+                add(
+                    "assistant",
+                    {
+                        "type": "tool_use",
+                        "id": e.call_id,
+                        "name": e.name,
+                        "input": _tool_input(e.arguments),
+                    },
+                )
+            else:
+                pending_thinking.clear()  # thinking with nothing after it is an orphan
+                add("user", self._tool_result(e))
+        for message in messages:  # a lone text block is sent as a plain string
+            content = message["content"]
+            if len(content) == 1 and content[0]["type"] == "text" and len(content[0]) == 2:
+                message["content"] = content[0]["text"]
+        return system, messages
+
+    def _tool_result(self, e: ToolResultEntry) -> dict[str, Any]:
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": e.call_id}
+        images = [p for p in e.parts or () if isinstance(p, ImagePart)]
+        if images and self.supports_vision:
+            content: list[dict[str, Any]] = []
+            for part in e.parts or ():
+                if isinstance(part, ImagePart):
+                    content.append(_image_block(part))
+                else:
+                    text = part.text if isinstance(part, TextPart) else project_parts([part])
+                    if text:
+                        content.append({"type": "text", "text": text})
+            block["content"] = content
+        else:
+            block["content"] = e.output
+        if e.is_error:
+            block["is_error"] = True
+        return block
+
+    def _blocks(self, content: str | tuple[ContentPart, ...]) -> list[dict[str, Any]]:
+        if isinstance(content, str):
+            return [{"type": "text", "text": content}]
+        out: list[dict[str, Any]] = []
+        for part in content:
+            if isinstance(part, TextPart):
+                if part.text:
+                    out.append({"type": "text", "text": part.text})
+            elif isinstance(part, ImagePart):
+                if self.supports_vision:
+                    out.append(_image_block(part))
+                else:
+                    out.append({"type": "text", "text": project_parts([part])})
+            else:
+                out.append(_document_block(part))
+        return out
+
+    # -- streaming ---------------------------------------------------------------------
+
+    async def stream(
+        self,
+        entries: Sequence[TranscriptEntry],
+        *,
+        tools: Sequence[Tool] = (),
+        response_format: dict[str, Any] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> AsyncIterator[ModelDelta]:
+        """Stream one reply; a stream without ``message_stop`` raises a retryable error."""
+        body = self.build_request(
+            entries, tools=tools, response_format=response_format, settings=settings
+        )
+        decoder = MessagesStreamDecoder(self.model)
+        deltas = stream_deltas(
+            self._http(),
+            self.base_url + "/v1/messages",
+            body,
+            self._headers,
+            vendor=self.name,
+            model=self.model,
+            decoder=decoder,
+        )
+        async with aclosing(deltas):
+            async for delta in deltas:
+                yield delta
+
+
+def _thinking_block(e: ReasoningEntry) -> dict[str, Any] | None:
+    if e.provider != "anthropic":
+        return None
+    redacted = e.metadata.get("redacted")
+    if isinstance(redacted, str) and redacted:
+        return {"type": "redacted_thinking", "data": redacted}
+    signature = e.metadata.get("signature")
+    if isinstance(signature, str) and signature:
+        return {"type": "thinking", "thinking": e.content, "signature": signature}
+    return None
+
+
+def _tool_input(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return {"raw": arguments}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def _image_block(part: ImagePart) -> dict[str, Any]:
+    if part.url is not None:
+        return {"type": "image", "source": {"type": "url", "url": part.url}}
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": part.mime_type, "data": part.data},
+    }
+
+
+def _document_block(part: FilePart) -> dict[str, Any]:
+    mime = (part.mime_type or "").lower()
+    if part.url is not None:
+        if mime == "application/pdf" or (
+            not mime and part.url.lower().split("?", 1)[0].endswith(".pdf")
+        ):
+            block: dict[str, Any] = {"type": "document", "source": {"type": "url", "url": part.url}}
+        else:
+            raise UserError(
+                f"Anthropic accepts only PDF documents by URL, got {part.url!r}",
+                hint="download the file and pass it as FilePart data, or link a PDF",
+            )
+    elif mime == "application/pdf":
+        block = {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": part.data},
+        }
+    elif mime.startswith("text/"):
+        try:
+            text = base64.b64decode(part.data or "").decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError) as exc:
+            raise UserError(
+                f"document {part.filename or ''!r} ({mime}) is not valid UTF-8 text",
+                hint="send binary documents as PDF or convert them to text first",
+            ) from exc
+        block = {
+            "type": "document",
+            "source": {"type": "text", "media_type": "text/plain", "data": text},
+        }
+    else:
+        raise UserError(
+            f"Anthropic does not accept {mime or 'untyped'!r} documents",
+            hint="send PDFs or text/* files, or convert the document to text",
+        )
+    if part.filename:
+        block["title"] = part.filename
+    return block
+
+
+class MessagesStreamDecoder:
+    """Messages API events to deltas (shared with the benchmark)."""
+
+    __slots__ = ("_blocks", "_model", "_slots", "complete", "finish_reason", "usage")
+
+    def __init__(self, model: str) -> None:
+        self._model = model
+        # per content-block index: [kind, text or json buffer, signature, tool slot, had deltas]
+        self._blocks: dict[int, list[Any]] = {}
+        self._slots = 0
+        self.usage = Usage()
+        self.finish_reason: str | None = None
+        self.complete = False
+
+    def handle(self, event: SSEEvent, out: list[ModelDelta]) -> None:
+        """Append the deltas of one event to ``out``."""
+        obj = parse_json_event(event.data, vendor="anthropic", model=self._model)
+        if not isinstance(obj, dict):
+            return
+        kind = obj.get("type") or event.event
+        if kind == "content_block_delta":
+            self._delta(obj, out)
+        elif kind == "content_block_start":
+            self._start(obj, out)
+        elif kind == "content_block_stop":
+            self._stop(obj, out)
+        elif kind == "message_start":
+            self._usage((obj.get("message") or {}).get("usage"), out)
+        elif kind == "message_delta":
+            reason = (obj.get("delta") or {}).get("stop_reason")
+            if reason:
+                self.finish_reason = _FINISH.get(reason, reason)
+            self._usage(obj.get("usage"), out)
+        elif kind == "message_stop":
+            self.complete = True
+        elif kind == "error":
+            raise stream_error(obj, vendor="anthropic", model=self._model)
+        # ping and unknown event types are ignored, as the API documents
+
+    def _usage(self, usage: Any, out: list[ModelDelta]) -> None:
+        if not isinstance(usage, dict):
+            return
+        u = self.usage
+        read = usage.get("cache_read_input_tokens")
+        write = usage.get("cache_creation_input_tokens")
+        if read is not None:
+            u.cache_read_tokens = read
+        if write is not None:
+            u.cache_write_tokens = write
+        if usage.get("input_tokens") is not None:
+            # input_tokens excludes cached tokens; Usage.input_tokens is the full prompt
+            u.input_tokens = usage["input_tokens"] + u.cache_read_tokens + u.cache_write_tokens
+        if usage.get("output_tokens") is not None:
+            u.output_tokens = usage["output_tokens"]
+        out.append(UsageDelta(u.copy()))
+
+    def _start(self, obj: dict[str, Any], out: list[ModelDelta]) -> None:
+        index = obj.get("index", len(self._blocks))
+        block = obj.get("content_block") or {}
+        kind = block.get("type")
+        if kind == "text":
+            self._blocks[index] = ["text", "", "", None, False]
+            if block.get("text"):
+                out.append(TextDelta(block["text"]))
+        elif kind == "thinking":
+            self._blocks[index] = [
+                "thinking",
+                block.get("thinking") or "",
+                block.get("signature") or "",
+                None,
+                False,
+            ]
+            if block.get("thinking"):
+                out.append(ReasoningDelta(block["thinking"]))
+        elif kind == "redacted_thinking":
+            self._blocks[index] = ["redacted", "", "", None, False]
+            entry = ReasoningEntry(
+                "", provider="anthropic", metadata={"redacted": block.get("data", "")}
+            )
+            out.append(EntryCompletedDelta(entry))
+        elif kind == "tool_use":
+            slot = self._slots
+            self._slots += 1
+            initial = block.get("input")
+            start = json.dumps(initial, ensure_ascii=False) if initial else ""
+            self._blocks[index] = ["tool", start, "", slot, False]
+            out.append(ToolCallDelta(slot, block.get("id"), block.get("name")))
+        else:
+            self._blocks[index] = ["other", "", "", None, False]
+
+    def _delta(self, obj: dict[str, Any], out: list[ModelDelta]) -> None:
+        delta = obj.get("delta") or {}
+        kind = delta.get("type")
+        state = self._blocks.get(obj.get("index", -1))
+        if kind == "text_delta":
+            out.append(TextDelta(delta.get("text", "")))
+        elif kind == "input_json_delta":
+            if state is not None and state[0] == "tool":
+                state[4] = True
+                fragment = delta.get("partial_json", "")
+                if fragment:
+                    out.append(ToolCallDelta(state[3], arguments=fragment))
+        elif kind == "thinking_delta":
+            text = delta.get("thinking", "")
+            if state is not None:
+                state[1] += text
+            out.append(ReasoningDelta(text))
+        elif kind == "signature_delta" and state is not None:
+            state[2] += delta.get("signature", "")
+
+    def _stop(self, obj: dict[str, Any], out: list[ModelDelta]) -> None:
+        state = self._blocks.get(obj.get("index", -1))
+        if state is None:
+            return
+        if state[0] == "thinking":
+            metadata = {"signature": state[2]} if state[2] else {}
+            out.append(
+                EntryCompletedDelta(
+                    ReasoningEntry(state[1], provider="anthropic", metadata=metadata)
+                )
+            )
+        elif state[0] == "tool" and not state[4]:
+            # a complete block (gateway style) or a call without arguments
+            out.append(ToolCallDelta(state[3], arguments=state[1] or "{}"))
+
+    def finish(self, parser: SSEParser) -> FinishDelta:
+        """The final delta, or a retryable error when ``message_stop`` never came."""
+        if not self.complete:
+            raise truncated("anthropic", self._model, empty=parser.events_seen == 0)
+        return FinishDelta(self.finish_reason or "stop")

@@ -1,0 +1,267 @@
+"""Turn HTTP failures into ``ProviderError`` / ``ContextOverflowError``.
+
+The rules the retry policy and the context policy rely on:
+
+* 408, 429, 5xx (and 529), timeouts, disconnects and truncated streams are retryable;
+  other 4xx are not.
+* ``Retry-After`` (seconds or an HTTP date) and ``retry-after-ms`` become ``retry_after``.
+* A prompt that did not fit is a ``ContextOverflowError`` (never retryable: the context
+  policy gets it). It is recognised from the status and message needles, because gateways
+  re-wrap vendor errors: OpenAI's ``context_length_exceeded``, "maximum context length",
+  413, and Anthropic's "prompt is too long: N tokens > M maximum".
+* ``reported_window`` is the smallest number tied to a window phrase; rate-limit numbers
+  (tokens per minute) and implausible values are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from ..exceptions import ContextOverflowError, ProviderError
+
+__all__ = [
+    "error_from_response",
+    "error_from_transport",
+    "error_message_of",
+    "is_context_overflow",
+    "parse_retry_after",
+    "reported_window_of",
+    "stream_error",
+]
+
+_OVERFLOW_NEEDLES = (
+    "context_length_exceeded",
+    "maximum context length",
+    "model's context length",
+    "context length of",
+    "context length exceeded",
+    "prompt is too long",
+    "input is too long",
+    "exceeds the context",
+    "exceed_context_size",
+    "exceeds the available context",
+    "context window",
+    "too many tokens",
+    "reduce the length",
+    "input tokens exceed",
+    "max_model_len",
+    "request_too_large",
+)
+_RATE_LIMIT_NEEDLES = ("rate limit", "rate_limit", "per minute", "per min", "tpm", "rpm", "quota")
+
+# Numbers that state a window: "maximum context length is 8192", "> 200000 maximum",
+# "context window of 32768", "n_ctx: 4096", "max_model_len=2048", "limit of 16385 tokens".
+_WINDOW_PATTERNS = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"maximum context length (?:is|of)\s*(\d[\d,]*)",
+        r"context length (?:is|of)\s*(\d[\d,]*)",
+        r">\s*(\d[\d,]*)\s*maximum",
+        r"maximum (?:of|is)\s*(\d[\d,]*)\s*tokens",
+        r"context (?:window|size) (?:is|of)\s*(\d[\d,]*)",
+        r"\bn_ctx\"?\s*[:=]\s*(\d+)",
+        r"max_model_len\"?\s*[:=]?\s*(\d+)",
+        r"limit (?:of|is)\s*(\d[\d,]*)\s*(?:input\s+)?tokens",
+        r"model(?:'s)? (?:context )?limit (?:of|is)\s*(\d[\d,]*)",
+    )
+)
+_MIN_WINDOW, _MAX_WINDOW = 256, 20_000_000
+_OVERFLOW_HINT = "the prompt is larger than the model's context window; compaction shrinks the view"
+
+
+def parse_retry_after(
+    headers: Mapping[str, str] | None, *, now: float | None = None
+) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    lowered = {k.lower(): v for k, v in headers.items()}
+    ms = lowered.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = (lowered.get("retry-after") or "").strip()
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def error_message_of(body: str) -> str:
+    """The vendor's error message from a JSON error body, else the body itself (trimmed)."""
+    text = body.strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:500]
+    return _message_in(data) or text[:500]
+
+
+def _message_in(data: Any) -> str:
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            parts = [str(err[k]) for k in ("message", "code", "type") if err.get(k)]
+            if isinstance(err.get("n_ctx"), int):  # llama.cpp states its window here
+                parts.append(f"n_ctx: {err['n_ctx']}")
+            if parts:
+                return " | ".join(parts)
+        elif isinstance(err, str):
+            return err
+        if isinstance(data.get("message"), str):
+            return str(data["message"])
+        if isinstance(data.get("detail"), str):
+            return str(data["detail"])
+    return ""
+
+
+def is_context_overflow(status_code: int | None, message: str) -> bool:
+    """Whether a rejection means the prompt did not fit the model's window."""
+    if status_code == 429:
+        return False
+    if status_code == 413:
+        return True
+    if status_code is not None and status_code not in (400, 422, 500):
+        return False
+    lowered = message.lower()
+    if any(n in lowered for n in _RATE_LIMIT_NEEDLES) and "context" not in lowered:
+        return False
+    return any(n in lowered for n in _OVERFLOW_NEEDLES)
+
+
+def reported_window_of(message: str) -> int | None:
+    """The window a rejection states (the smallest anchored, plausible number), if any."""
+    lowered = message.lower()
+    if any(n in lowered for n in ("per minute", "per min", "tokens per", "tpm", "rate limit")):
+        return None
+    found: list[int] = []
+    for pattern in _WINDOW_PATTERNS:
+        for match in pattern.finditer(message):
+            value = int(match.group(1).replace(",", ""))
+            if _MIN_WINDOW <= value <= _MAX_WINDOW:
+                found.append(value)
+    return min(found) if found else None
+
+
+_HINTS = {
+    400: "the endpoint rejected the request body; check the model name and provider_options",
+    401: "check the API key (OPENAI_API_KEY / ANTHROPIC_API_KEY or api_key=)",
+    403: "the key is not allowed to use this model or endpoint",
+    404: "check the model name and base_url (OpenAI-compatible servers usually end in /v1)",
+    408: "the server timed out; the call is retried",
+    429: "rate limited; the call is retried after Retry-After",
+}
+
+
+def _hint_for(status: int) -> str:
+    if status in _HINTS:
+        return _HINTS[status]
+    if status >= 500:
+        return "the provider failed or is overloaded; the call is retried"
+    return "see the provider's error message above"
+
+
+def error_from_response(
+    status_code: int,
+    body: str,
+    headers: Mapping[str, str] | None = None,
+    *,
+    vendor: str,
+    model: str,
+) -> ProviderError:
+    """The error for a non-2xx response."""
+    message = error_message_of(body)
+    text = f"{vendor} returned HTTP {status_code} for model {model!r}: {message}"
+    if is_context_overflow(status_code, message):
+        return ContextOverflowError(
+            text,
+            reported_window=reported_window_of(message),
+            vendor=vendor,
+            model=model,
+            status_code=status_code,
+            hint=_OVERFLOW_HINT,
+        )
+    retryable = status_code in (408, 409, 429) or status_code >= 500
+    return ProviderError(
+        text,
+        vendor=vendor,
+        model=model,
+        status_code=status_code,
+        retryable=retryable,
+        retry_after=parse_retry_after(headers) if retryable else None,
+        hint=_hint_for(status_code),
+    )
+
+
+def stream_error(payload: Any, *, vendor: str, model: str) -> ProviderError:
+    """The error for an ``error`` object sent inside a 200 stream."""
+    message = _message_in(payload) or json.dumps(payload)[:500]
+    lowered = message.lower()
+    if is_context_overflow(None, message):
+        return ContextOverflowError(
+            f"{vendor} rejected the prompt mid-stream for model {model!r}: {message}",
+            reported_window=reported_window_of(message),
+            vendor=vendor,
+            model=model,
+            hint=_OVERFLOW_HINT,
+        )
+    retryable = any(
+        n in lowered
+        for n in ("overloaded", "server_error", "rate_limit", "timeout", "internal", "api_error")
+    )
+    return ProviderError(
+        f"{vendor} sent an error in the stream for model {model!r}: {message}",
+        vendor=vendor,
+        model=model,
+        retryable=retryable,
+        hint="the provider failed mid-stream; the partial turn is discarded"
+        + (" and the call is retried" if retryable else ""),
+    )
+
+
+def error_from_transport(exc: Exception, *, vendor: str, model: str) -> ProviderError:
+    """The error for an httpx transport failure (all retryable but invalid URLs)."""
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        what, hint = "timed out", "raise timeout= or LOVIA_PROVIDER_TIMEOUT; the call is retried"
+    elif isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+        what, hint = (
+            "dropped the connection",
+            "the partial turn is discarded and the call is retried",
+        )
+    elif isinstance(exc, httpx.ConnectError):
+        what, hint = "could not be reached", "check base_url and that the server is running"
+    elif isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
+        return ProviderError(
+            f"{vendor}: invalid endpoint URL for model {model!r}: {exc}",
+            vendor=vendor,
+            model=model,
+            retryable=False,
+            hint="base_url must be an http(s) URL such as https://host/v1",
+        )
+    else:
+        what, hint = "failed", "a transport error; the call is retried"
+    return ProviderError(
+        f"{vendor} {what} (model {model!r}): {type(exc).__name__}: {exc}",
+        vendor=vendor,
+        model=model,
+        retryable=True,
+        hint=hint,
+    )

@@ -1,0 +1,361 @@
+"""OpenAI Responses API adapter (``openai-responses:`` prefix), streaming.
+
+Requests are stateless (``store: false``): the whole view is sent as ``input`` items each
+turn. Reasoning items come back whole in ``response.output_item.done``; they are emitted as
+``ReasoningEntry(provider="openai-responses")`` whose ``metadata`` keeps the item ``id`` and
+its ``encrypted_content`` so the next request can hand them back verbatim. Tool calls are
+``function_call`` items whose arguments stream as ``response.function_call_arguments.delta``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+from ..events import ReasoningDelta, TextDelta
+from ..exceptions import UserError
+from ..messages import Usage
+from ..parts import ContentPart, FilePart, ImagePart, TextPart, project_parts, text_of
+from ..transcript import (
+    AssistantTextEntry,
+    InputEntry,
+    ReasoningEntry,
+    ToolCallEntry,
+    ToolResultEntry,
+    TranscriptEntry,
+)
+from ._http import host_of, merge_headers, merge_options, parse_json_event, stream_deltas, truncated
+from .base import (
+    EntryCompletedDelta,
+    FinishDelta,
+    ModelDelta,
+    ModelSettings,
+    ToolCallDelta,
+    UsageDelta,
+)
+from .discovery import is_official_openai_host, table_window
+from .errors import stream_error
+from .openai_chat import DEFAULT_OPENAI_BASE_URL as _DEFAULT_BASE_URL
+from .sse import SSEEvent, SSEParser
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ..tools.base import Tool
+
+__all__ = ["OpenAIResponsesProvider", "ResponsesStreamDecoder"]
+
+
+class OpenAIResponsesProvider:
+    """A model behind the OpenAI Responses API (or a server implementing it)."""
+
+    name = "openai-responses"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: httpx.AsyncClient | None = None,
+        timeout: float | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        supports_json_schema: bool | None = None,
+        trust_env: bool | None = None,
+        supports_vision: bool | None = None,
+    ) -> None:
+        if not model:
+            raise UserError(
+                "OpenAIResponsesProvider needs a model name",
+                hint="e.g. 'openai-responses:gpt-5-mini'",
+            )
+        self.model = model
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or _DEFAULT_BASE_URL).rstrip(
+            "/"
+        )
+        self.host = host_of(self.base_url)
+        official = is_official_openai_host(self.host)
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY") or None
+        extra = dict(default_headers or {})
+        if official and not key and not any(k.lower() == "authorization" for k in extra):
+            raise UserError(
+                f"no API key for {self.host!r}", hint="set OPENAI_API_KEY or pass api_key="
+            )
+        base_headers = {"authorization": f"Bearer {key}"} if key else {}
+        self._headers = merge_headers(base_headers, extra, protected=("authorization",))
+        self.supports_json_schema = True if supports_json_schema is None else supports_json_schema
+        self.supports_vision = official if supports_vision is None else supports_vision
+        self._timeout = timeout
+        self._trust_env = trust_env
+        self._client = client
+        self._owns_client = client is None
+
+    def __repr__(self) -> str:
+        return f"OpenAIResponsesProvider(model={self.model!r}, base_url={self.base_url!r})"
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            from ..http_config import make_async_client
+
+            self._client = make_async_client(timeout=self._timeout, trust_env=self._trust_env)
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this provider created it."""
+        if self._owns_client and self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    def context_window(self) -> int | None:
+        """The bundled window for this host and model, if known."""
+        return table_window(self.host, self.model)
+
+    def build_request(
+        self,
+        entries: Sequence[TranscriptEntry],
+        *,
+        tools: Sequence[Tool] = (),
+        response_format: dict[str, Any] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> dict[str, Any]:
+        """The Responses API request body for this view."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "input": self._items(entries),
+            "stream": True,
+            "store": False,
+        }
+        if tools:
+            specs = []
+            for t in tools:
+                spec: dict[str, Any] = {
+                    "type": "function",
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                    "strict": t.strict,
+                }
+                specs.append(spec)
+            body["tools"] = specs
+        if response_format is not None and self.supports_json_schema:
+            schema = response_format.get("json_schema") or {}
+            fmt: dict[str, Any] = {
+                "type": "json_schema",
+                "name": schema.get("name", "output"),
+                "schema": schema.get("schema", {}),
+            }
+            if "strict" in schema:
+                fmt["strict"] = schema["strict"]
+            body["text"] = {"format": fmt}
+        s = settings or ModelSettings()
+        if s.temperature is not None:
+            body["temperature"] = s.temperature
+        if s.top_p is not None:
+            body["top_p"] = s.top_p
+        if s.max_tokens is not None:
+            body["max_output_tokens"] = s.max_tokens
+        if s.parallel_tool_calls is not None and tools:
+            body["parallel_tool_calls"] = s.parallel_tool_calls
+        options = s.options_for("openai", "openai-responses")
+        if "reasoning" in options and "include" not in options:
+            body["include"] = ["reasoning.encrypted_content"]
+        return merge_options(body, options)
+
+    def _content(self, parts: tuple[ContentPart, ...]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for part in parts:
+            if isinstance(part, TextPart):
+                out.append({"type": "input_text", "text": part.text})
+            elif isinstance(part, ImagePart) and self.supports_vision:
+                url = part.url or f"data:{part.mime_type};base64,{part.data}"
+                out.append(
+                    {"type": "input_image", "image_url": url, "detail": part.detail or "auto"}
+                )
+            elif isinstance(part, FilePart) and part.data is not None:
+                item: dict[str, Any] = {
+                    "type": "input_file",
+                    "file_data": f"data:{part.mime_type};base64,{part.data}",
+                }
+                item["filename"] = part.filename or "file"
+                out.append(item)
+            else:
+                out.append({"type": "input_text", "text": project_parts([part])})
+        return out
+
+    def _items(self, entries: Sequence[TranscriptEntry]) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        for e in entries:
+            if isinstance(e, InputEntry):
+                if e.role == "system" or isinstance(e.content, str):
+                    items.append({"role": e.role, "content": text_of(e.content)})
+                else:
+                    items.append({"role": "user", "content": self._content(e.content)})
+            elif isinstance(e, AssistantTextEntry):
+                if e.content:
+                    items.append({"role": "assistant", "content": e.content})
+            elif isinstance(e, ReasoningEntry):
+                encrypted = e.metadata.get("encrypted_content")
+                item_id = e.id or e.metadata.get("item_id")
+                if e.provider == self.name and item_id and encrypted:
+                    summary = [{"type": "summary_text", "text": e.content}] if e.content else []
+                    items.append(
+                        {
+                            "type": "reasoning",
+                            "id": item_id,
+                            "summary": summary,
+                            "encrypted_content": encrypted,
+                        }
+                    )
+            elif isinstance(e, ToolCallEntry):
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": e.call_id,
+                        "name": e.name,
+                        "arguments": e.arguments,
+                    }
+                )
+            elif isinstance(e, ToolResultEntry):
+                items.append(
+                    {"type": "function_call_output", "call_id": e.call_id, "output": e.output}
+                )
+                images = [p for p in e.parts or () if isinstance(p, ImagePart)]
+                if images and self.supports_vision:
+                    content = [
+                        {"type": "input_text", "text": f"Images returned by tool call {e.call_id}:"}
+                    ]
+                    items.append(
+                        {"role": "user", "content": content + self._content(tuple(images))}
+                    )
+        return items
+
+    async def stream(
+        self,
+        entries: Sequence[TranscriptEntry],
+        *,
+        tools: Sequence[Tool] = (),
+        response_format: dict[str, Any] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> AsyncIterator[ModelDelta]:
+        """Stream one reply; a stream without ``response.completed`` raises a retryable error."""
+        body = self.build_request(
+            entries, tools=tools, response_format=response_format, settings=settings
+        )
+        decoder = ResponsesStreamDecoder(self.model)
+        deltas = stream_deltas(
+            self._http(),
+            self.base_url + "/responses",
+            body,
+            self._headers,
+            vendor=self.name,
+            model=self.model,
+            decoder=decoder,
+        )
+        async with aclosing(deltas):
+            async for delta in deltas:
+                yield delta
+
+
+class ResponsesStreamDecoder:
+    """Responses API events to deltas (shared with the benchmark)."""
+
+    __slots__ = ("_args_seen", "_model", "_slots", "finish_reason")
+
+    @property
+    def complete(self) -> bool:
+        """``response.completed`` (or ``incomplete``) arrived."""
+        return self.finish_reason is not None
+
+    def __init__(self, model: str) -> None:
+        self._model = model
+        self._slots: dict[str, int] = {}  # function_call item id -> tool slot
+        self._args_seen: set[int] = set()
+        self.finish_reason: str | None = None
+
+    def _slot(self, item: Mapping[str, Any], output_index: Any) -> int:
+        key = str(item.get("id") or item.get("call_id") or output_index)
+        if key not in self._slots:
+            self._slots[key] = len(self._slots)
+        return self._slots[key]
+
+    def handle(self, event: SSEEvent, out: list[ModelDelta]) -> None:
+        """Append the deltas of one event to ``out``."""
+        obj = parse_json_event(event.data, vendor="openai-responses", model=self._model)
+        if not isinstance(obj, dict):
+            return
+        kind = obj.get("type") or event.event
+        if kind == "response.output_text.delta":
+            out.append(TextDelta(obj.get("delta", "")))
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            out.append(ReasoningDelta(obj.get("delta", "")))
+        elif kind == "response.function_call_arguments.delta":
+            slot = self._slots.get(str(obj.get("item_id")))
+            if slot is not None and obj.get("delta"):
+                self._args_seen.add(slot)
+                out.append(ToolCallDelta(slot, arguments=obj["delta"]))
+        elif kind == "response.output_item.added":
+            item = obj.get("item") or {}
+            if item.get("type") == "function_call":
+                slot = self._slot(item, obj.get("output_index"))
+                out.append(
+                    ToolCallDelta(slot, item.get("call_id") or item.get("id"), item.get("name"))
+                )
+        elif kind == "response.output_item.done":
+            self._item_done(obj.get("item") or {}, obj.get("output_index"), out)
+        elif kind in ("response.completed", "response.incomplete"):
+            self._completed(obj.get("response") or {}, out)
+        elif kind in ("response.failed", "error"):
+            payload = (obj.get("response") or {}).get("error") if kind == "response.failed" else obj
+            raise stream_error(
+                {"error": payload or obj}, vendor="openai-responses", model=self._model
+            )
+        # other events (created, in_progress, content_part.*, *.done duplicates) carry nothing new
+
+    def _item_done(self, item: Mapping[str, Any], output_index: Any, out: list[ModelDelta]) -> None:
+        kind = item.get("type")
+        if kind == "function_call":
+            slot = self._slot(item, output_index)
+            if slot not in self._args_seen:
+                self._args_seen.add(slot)
+                out.append(ToolCallDelta(slot, arguments=item.get("arguments") or "{}"))
+        elif kind == "reasoning":
+            summary = item.get("summary") or []
+            text = "".join(s.get("text", "") for s in summary if isinstance(s, dict))
+            if not text:
+                text = "".join(
+                    c.get("text", "") for c in item.get("content") or [] if isinstance(c, dict)
+                )
+            metadata: dict[str, Any] = {"item_id": item.get("id")}
+            if item.get("encrypted_content"):
+                metadata["encrypted_content"] = item["encrypted_content"]
+            entry = ReasoningEntry(
+                text, id=item.get("id"), provider="openai-responses", metadata=metadata
+            )
+            out.append(EntryCompletedDelta(entry))
+
+    def _completed(self, response: Mapping[str, Any], out: list[ModelDelta]) -> None:
+        usage = response.get("usage")
+        if isinstance(usage, dict):
+            details = usage.get("input_tokens_details") or {}
+            out.append(
+                UsageDelta(
+                    Usage(
+                        input_tokens=usage.get("input_tokens") or 0,
+                        output_tokens=usage.get("output_tokens") or 0,
+                        cache_read_tokens=details.get("cached_tokens") or 0,
+                    )
+                )
+            )
+        if response.get("status") == "incomplete":
+            reason = (response.get("incomplete_details") or {}).get("reason")
+            self.finish_reason = "content_filter" if reason == "content_filter" else "length"
+        else:
+            self.finish_reason = "tool_calls" if self._slots else "stop"
+
+    def finish(self, parser: SSEParser) -> FinishDelta:
+        """The final delta, or a retryable error when ``response.completed`` never came."""
+        if self.finish_reason is None:
+            raise truncated("openai-responses", self._model, empty=parser.events_seen == 0)
+        return FinishDelta(self.finish_reason)
