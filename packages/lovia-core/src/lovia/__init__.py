@@ -10,59 +10,94 @@ access, so ``import lovia`` loads neither pydantic nor httpx.
 # sys.path entries (editable workspace installs, --target, user site) join this package.
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
+import logging as _logging
 from typing import TYPE_CHECKING, Any
+
+# Library etiquette: lovia logs to the "lovia" logger and stays silent unless the application
+# configures logging (or calls lovia.log.enable_logging).
+_logging.getLogger("lovia").addHandler(_logging.NullHandler())
 
 # Core names: name -> defining module (all inside lovia-core).
 _EXPORTS: dict[str, str] = {
-    # agents and runs
     "Agent": "lovia.agent",
-    "Runner": "lovia.runner",
-    "RunContext": "lovia.run_context",
-    "RunHandle": "lovia.runtime.result",
-    "RunResult": "lovia.runtime.result",
-    # tools
-    "Tool": "lovia.tools.base",
-    "tool": "lovia.tools.base",
-    # transcript, messages, parts
-    "AssistantTextEntry": "lovia.transcript",
-    "InputEntry": "lovia.transcript",
-    "ReasoningEntry": "lovia.transcript",
-    "ToolCallEntry": "lovia.transcript",
-    "ToolResultEntry": "lovia.transcript",
-    "TranscriptEntry": "lovia.transcript",
+    "ApprovalChannel": "lovia.approvals",
+    "RunBudget": "lovia.budget",
+    "CancelToken": "lovia.cancellation",
+    "CheckpointOptions": "lovia.checkpointer",
+    "Checkpointer": "lovia.checkpointer",
+    "RunHead": "lovia.checkpointer",
+    "RunSnapshot": "lovia.checkpointer",
+    "CompactionRequest": "lovia.context_policy",
+    "ContextPolicy": "lovia.context_policy",
+    "ContextResult": "lovia.context_policy",
+    "NoopContextPolicy": "lovia.context_policy",
+    "BudgetExceeded": "lovia.exceptions",
+    "ContextOverflowError": "lovia.exceptions",
+    "GuardrailTripped": "lovia.exceptions",
+    "InvalidToolArguments": "lovia.exceptions",
+    "LoviaError": "lovia.exceptions",
+    "MCPError": "lovia.exceptions",
+    "MaxTurnsExceeded": "lovia.exceptions",
+    "MissingDistributionError": "lovia.exceptions",
+    "OutputValidationError": "lovia.exceptions",
+    "ProviderError": "lovia.exceptions",
+    "RunCancelled": "lovia.exceptions",
+    "SessionBusyError": "lovia.exceptions",
+    "StoreError": "lovia.exceptions",
+    "ToolError": "lovia.exceptions",
+    "UserError": "lovia.exceptions",
+    "GuardrailFn": "lovia.guardrails",
+    "GuardrailVerdict": "lovia.guardrails",
+    "AgentHooks": "lovia.hooks",
+    "enable_logging": "lovia.log",
     "Message": "lovia.messages",
     "ToolCall": "lovia.messages",
     "Usage": "lovia.messages",
     "assistant": "lovia.messages",
     "system": "lovia.messages",
     "user": "lovia.messages",
+    "DefaultOutputRepair": "lovia.output",
+    "OutputRepairStrategy": "lovia.output",
     "FilePart": "lovia.parts",
     "ImagePart": "lovia.parts",
     "TextPart": "lovia.parts",
-    # providers
-    "ModelSettings": "lovia.providers.base",
-    "Provider": "lovia.providers.base",
-    # context policy seam
-    "CompactionRequest": "lovia.context_policy",
-    "ContextPolicy": "lovia.context_policy",
-    "ContextResult": "lovia.context_policy",
-    "NoopContextPolicy": "lovia.context_policy",
-    # plugins
     "Plugin": "lovia.plugin",
     "PluginInstance": "lovia.plugin",
-    # errors
-    "BudgetExceeded": "lovia.exceptions",
-    "ContextOverflowError": "lovia.exceptions",
-    "GuardrailTripped": "lovia.exceptions",
-    "InvalidToolArguments": "lovia.exceptions",
-    "LoviaError": "lovia.exceptions",
-    "MaxTurnsExceeded": "lovia.exceptions",
-    "MissingDistributionError": "lovia.exceptions",
-    "OutputValidationError": "lovia.exceptions",
-    "ProviderError": "lovia.exceptions",
-    "RunCancelled": "lovia.exceptions",
-    "ToolError": "lovia.exceptions",
-    "UserError": "lovia.exceptions",
+    "AnthropicProvider": "lovia.providers.anthropic",
+    "ModelSettings": "lovia.providers.base",
+    "Provider": "lovia.providers.base",
+    "OpenAIChatProvider": "lovia.providers.openai_chat",
+    "OpenAIResponsesProvider": "lovia.providers.openai_responses",
+    "model_from_env": "lovia.providers.registry",
+    "provider_from_string": "lovia.providers.registry",
+    "register_provider": "lovia.providers.registry",
+    "RetryPolicy": "lovia.retry",
+    "RunContext": "lovia.run_context",
+    "Runner": "lovia.runner",
+    "RunHandle": "lovia.runtime.result",
+    "RunResult": "lovia.runtime.result",
+    "Segment": "lovia.session",
+    "Session": "lovia.session",
+    "Mailbox": "lovia.steering",
+    "InMemoryCheckpointer": "lovia.stores.memory",
+    "InMemorySession": "lovia.stores.memory",
+    "PostgresCheckpointer": "lovia.stores.postgres",
+    "PostgresSession": "lovia.stores.postgres",
+    "SQLiteCheckpointer": "lovia.stores.sqlite",
+    "SQLiteSession": "lovia.stores.sqlite",
+    "Tool": "lovia.tools.base",
+    "tool": "lovia.tools.base",
+    "ConsoleTracer": "lovia.tracing",
+    "InMemoryTracer": "lovia.tracing",
+    "NoopTracer": "lovia.tracing",
+    "RecordedSpan": "lovia.tracing",
+    "Tracer": "lovia.tracing",
+    "AssistantTextEntry": "lovia.transcript",
+    "InputEntry": "lovia.transcript",
+    "ReasoningEntry": "lovia.transcript",
+    "ToolCallEntry": "lovia.transcript",
+    "ToolResultEntry": "lovia.transcript",
+    "TranscriptEntry": "lovia.transcript",
 }
 
 # Convenience names owned by other distributions: name -> (module, distribution).
@@ -81,6 +116,13 @@ __all__ = sorted(_EXPORTS)  # noqa: PLE0605 - computed from the single export ta
 
 if TYPE_CHECKING:  # for type checkers only; never executed
     from lovia.agent import Agent as Agent
+    from lovia.approvals import ApprovalChannel as ApprovalChannel
+    from lovia.budget import RunBudget as RunBudget
+    from lovia.cancellation import CancelToken as CancelToken
+    from lovia.checkpointer import CheckpointOptions as CheckpointOptions
+    from lovia.checkpointer import Checkpointer as Checkpointer
+    from lovia.checkpointer import RunHead as RunHead
+    from lovia.checkpointer import RunSnapshot as RunSnapshot
     from lovia.context_policy import CompactionRequest as CompactionRequest
     from lovia.context_policy import ContextPolicy as ContextPolicy
     from lovia.context_policy import ContextResult as ContextResult
@@ -90,32 +132,62 @@ if TYPE_CHECKING:  # for type checkers only; never executed
     from lovia.exceptions import GuardrailTripped as GuardrailTripped
     from lovia.exceptions import InvalidToolArguments as InvalidToolArguments
     from lovia.exceptions import LoviaError as LoviaError
+    from lovia.exceptions import MCPError as MCPError
     from lovia.exceptions import MaxTurnsExceeded as MaxTurnsExceeded
     from lovia.exceptions import MissingDistributionError as MissingDistributionError
     from lovia.exceptions import OutputValidationError as OutputValidationError
     from lovia.exceptions import ProviderError as ProviderError
     from lovia.exceptions import RunCancelled as RunCancelled
+    from lovia.exceptions import SessionBusyError as SessionBusyError
+    from lovia.exceptions import StoreError as StoreError
     from lovia.exceptions import ToolError as ToolError
     from lovia.exceptions import UserError as UserError
+    from lovia.guardrails import GuardrailFn as GuardrailFn
+    from lovia.guardrails import GuardrailVerdict as GuardrailVerdict
+    from lovia.hooks import AgentHooks as AgentHooks
+    from lovia.log import enable_logging as enable_logging
     from lovia.messages import Message as Message
     from lovia.messages import ToolCall as ToolCall
     from lovia.messages import Usage as Usage
     from lovia.messages import assistant as assistant
     from lovia.messages import system as system
     from lovia.messages import user as user
+    from lovia.output import DefaultOutputRepair as DefaultOutputRepair
+    from lovia.output import OutputRepairStrategy as OutputRepairStrategy
     from lovia.parts import FilePart as FilePart
     from lovia.parts import ImagePart as ImagePart
     from lovia.parts import TextPart as TextPart
     from lovia.plugin import Plugin as Plugin
     from lovia.plugin import PluginInstance as PluginInstance
+    from lovia.providers.anthropic import AnthropicProvider as AnthropicProvider
     from lovia.providers.base import ModelSettings as ModelSettings
     from lovia.providers.base import Provider as Provider
+    from lovia.providers.openai_chat import OpenAIChatProvider as OpenAIChatProvider
+    from lovia.providers.openai_responses import OpenAIResponsesProvider as OpenAIResponsesProvider
+    from lovia.providers.registry import model_from_env as model_from_env
+    from lovia.providers.registry import provider_from_string as provider_from_string
+    from lovia.providers.registry import register_provider as register_provider
+    from lovia.retry import RetryPolicy as RetryPolicy
     from lovia.run_context import RunContext as RunContext
     from lovia.runner import Runner as Runner
     from lovia.runtime.result import RunHandle as RunHandle
     from lovia.runtime.result import RunResult as RunResult
+    from lovia.session import Segment as Segment
+    from lovia.session import Session as Session
+    from lovia.steering import Mailbox as Mailbox
+    from lovia.stores.memory import InMemoryCheckpointer as InMemoryCheckpointer
+    from lovia.stores.memory import InMemorySession as InMemorySession
+    from lovia.stores.postgres import PostgresCheckpointer as PostgresCheckpointer
+    from lovia.stores.postgres import PostgresSession as PostgresSession
+    from lovia.stores.sqlite import SQLiteCheckpointer as SQLiteCheckpointer
+    from lovia.stores.sqlite import SQLiteSession as SQLiteSession
     from lovia.tools.base import Tool as Tool
     from lovia.tools.base import tool as tool
+    from lovia.tracing import ConsoleTracer as ConsoleTracer
+    from lovia.tracing import InMemoryTracer as InMemoryTracer
+    from lovia.tracing import NoopTracer as NoopTracer
+    from lovia.tracing import RecordedSpan as RecordedSpan
+    from lovia.tracing import Tracer as Tracer
     from lovia.transcript import AssistantTextEntry as AssistantTextEntry
     from lovia.transcript import InputEntry as InputEntry
     from lovia.transcript import ReasoningEntry as ReasoningEntry

@@ -1,0 +1,468 @@
+"""``Compaction``: the default context policy (watermarks, protected tail, sticky stages).
+
+Per call: sync the rendered view with the transcript, calibrate, resolve the window, and,
+only under pressure (above ``compact_at``, or on the reactive overflow path), run the
+stages and re-render. The transcript is never mutated; the view is
+``render_view(transcript, state)``.
+
+Per-turn cost: the transcript is append-only, so the policy keeps, per run, the rendered
+view body and its running token total, and on each call renders and counts only the new
+entries (identity of the first and last known body entries proves the prefix is the same;
+the system head may be swapped on a handoff and is re-checked on its own). With no pressure
+a call costs O(new entries) plus one list copy; a full re-render happens only when
+decisions change or the transcript is not the one seen before.
+
+State lives in ``req.scratch["compaction"]`` (JSON-safe; the loop checkpoints it and puts it
+in the session segment meta) and in a bounded per-session cache, so the next run of a
+session resumes the decisions even when the loop does not seed its scratch.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lovia.context_policy import CompactionRequest, ContextResult
+from lovia.providers.base import TokenEstimator
+from lovia.tools.base import Tool
+from lovia.tools.recall import RECALL_TOOL_NAME, make_recall_tool
+from lovia.transcript import ToolCallEntry, TranscriptEntry, leading_system_count
+
+from .render import pair_safe_cuts, protected_tail_start, render_entry, render_view
+from .stages import (
+    ClearToolResults,
+    OffloadToolResults,
+    Stage,
+    StageContext,
+    SummarizeHistory,
+)
+from .state import CompactionState, SummaryState, fingerprint
+from .stores import ResultStore
+from .summarizer import Summarizer
+from .tokens import TokenBudget, TokenCounter, check_watermark
+from .window import WindowProbe, learn_window, resolve_window, window_key
+
+__all__ = ["Compaction", "SCRATCH_KEY"]
+
+_log = logging.getLogger(__name__)
+
+SCRATCH_KEY = "compaction"
+"""Where ``Compaction`` keeps its state in ``CompactionRequest.scratch``."""
+
+_MEANINGFUL_SHRINK = 0.95
+"""A reactive retry needs the view at or below this share of what overflowed."""
+_TRACK_LIMIT = 64
+_SESSION_LIMIT = 128
+
+
+@dataclass(slots=True, eq=False)
+class _Track:
+    """In-process per-run cache: the state object and the incrementally rendered view."""
+
+    state: CompactionState
+    counter: TokenCounter
+    scratch: dict[str, Any] | None = None
+    blob: dict[str, Any] | None = None
+    blob_version: int = -1
+    dirty: bool = False
+    checked: bool = False
+    head: tuple[TranscriptEntry, ...] = ()
+    head_tokens: int = 0
+    body_len: int = 0
+    first: TranscriptEntry | None = None
+    last: TranscriptEntry | None = None
+    rendered_at: int = -1
+    recall: bool = True
+    view_body: list[TranscriptEntry] = field(default_factory=list)
+    view_tokens: int = 0
+    covered: int = 0
+    lead: int = 0
+    tools_tokens: int = -1
+    """Schema tokens of the last view's tools (-1: none seen yet in this process)."""
+    probe: WindowProbe = field(default_factory=WindowProbe)
+    warned_tail: bool = False
+
+    @property
+    def raw_view(self) -> int:
+        return self.head_tokens + self.view_tokens
+
+
+class Compaction:
+    """The default ``ContextPolicy``: view-only compaction with recall.
+
+    ``context_window``: tokens (``None`` = ask the provider; see window resolution).
+    ``compact_at``/``compact_to``: trigger and target watermarks, a fraction of the usable
+    window (float) or tokens (int); usable = window - ``reserve_output_tokens``.
+    ``keep_recent_tokens``: the protected tail (``None`` = usable // 5). ``stages``: your
+    pipeline (``None`` = offload, clear, summarise). ``summarizer``: for the default
+    pipeline (``None`` = ``LLMSummarizer()``). ``image_tokens``: flat cost per image part.
+    ``store``: a ``ResultStore`` for offloaded outputs (``None`` = recall uses the
+    transcript).
+
+    Raises ``ValueError`` for invalid arguments (including ``compact_to >= compact_at``
+    when both are the same kind).
+    """
+
+    def __init__(
+        self,
+        context_window: int | None = None,
+        compact_at: float | int = 0.85,
+        compact_to: float | int = 0.60,
+        keep_recent_tokens: int | None = None,
+        reserve_output_tokens: int = 16_384,
+        stages: Sequence[Stage] | None = None,
+        summarizer: Summarizer | None = None,
+        image_tokens: int = 1_600,
+        store: ResultStore | None = None,
+    ) -> None:
+        if context_window is not None and (
+            isinstance(context_window, bool)
+            or not isinstance(context_window, int)
+            or context_window <= 0
+        ):
+            raise ValueError(
+                f"context_window must be a positive int or None, got {context_window!r}"
+            )
+        self.compact_at = check_watermark("compact_at", compact_at)
+        self.compact_to = check_watermark("compact_to", compact_to)
+        if type(compact_at) is type(compact_to) and compact_to >= compact_at:
+            raise ValueError(
+                f"compact_to ({compact_to!r}) must be below compact_at ({compact_at!r})"
+            )
+        for name, value in (
+            ("keep_recent_tokens", keep_recent_tokens),
+            ("reserve_output_tokens", reserve_output_tokens),
+            ("image_tokens", image_tokens),
+        ):
+            if value is None and name == "keep_recent_tokens":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+        self.context_window = context_window
+        self.keep_recent_tokens = keep_recent_tokens
+        self.reserve_output_tokens = reserve_output_tokens
+        self.image_tokens = image_tokens
+        self.store = store
+        self.summarizer = summarizer
+        self.stages: tuple[Stage, ...] = (
+            tuple(stages)
+            if stages is not None
+            else (OffloadToolResults(), ClearToolResults(), SummarizeHistory(summarizer))
+        )
+        self._recall: Tool | None = None
+        self._tracks: OrderedDict[tuple[str, object], _Track] = OrderedDict()
+        self._sessions: OrderedDict[str, dict[str, Any]] = OrderedDict()
+
+    def tools(self) -> list[Tool]:
+        """The tools this policy ships: ``recall_tool_result`` over ``store``."""
+        if self._recall is None:
+            self._recall = make_recall_tool(self.store)
+        return [self._recall]
+
+    def __repr__(self) -> str:
+        return (
+            f"Compaction(context_window={self.context_window!r}, compact_at={self.compact_at!r}, "
+            f"compact_to={self.compact_to!r}, stages={[s.name for s in self.stages]!r})"
+        )
+
+    # -- the seam ------------------------------------------------------------------------
+
+    async def compact(self, req: CompactionRequest) -> ContextResult:
+        """Build the view for one call (proactive, or reactive when ``req.overflow``)."""
+        track = self._track_for(req)
+        entries = req.entries
+        recall = RECALL_TOOL_NAME in req.tool_names
+        head_n = self._sync(track, entries, recall)
+        tools_tokens = track.counter.count_tools(req.tools)
+        state = track.state
+        if not req.overflow:
+            self._calibrate(req, track, tools_tokens)
+        window = await self._window(req, track)
+        before = self._calibrated(track.raw_view, state, tools_tokens)
+        budget = self._budget(window, before, overflow=req.overflow)
+        if budget is not None and (req.overflow or before > budget.trigger_tokens):
+            result = await self._burst(
+                req, track, head_n, budget, before, tools_tokens, recall, window is not None
+            )
+        else:
+            result = self._plain(entries, track, before)
+        state.last_view_estimate = track.raw_view
+        track.tools_tokens = tools_tokens
+        self._persist(req, track)
+        return result
+
+    # -- incremental view ----------------------------------------------------------------
+
+    def _sync(self, track: _Track, entries: Sequence[TranscriptEntry], recall: bool) -> int:
+        """Bring the cached view up to date with ``entries``; returns the head length."""
+        head_n = leading_system_count(entries)
+        head = tuple(entries[:head_n])
+        if len(head) != len(track.head) or any(
+            a is not b for a, b in zip(head, track.head, strict=True)
+        ):
+            track.head = head
+            track.head_tokens = track.counter.count(head)
+        n_body = len(entries) - head_n
+        known = track.body_len
+        same_prefix = known <= n_body and (
+            known == 0
+            or (entries[head_n] is track.first and entries[head_n + known - 1] is track.last)
+        )
+        if not same_prefix:
+            track.checked = False
+        if not track.checked:
+            self._verify(track, entries, head_n)
+        if same_prefix and track.rendered_at == track.state.version and track.recall == recall:
+            new = entries[head_n + known :]
+            if new:
+                state, counter = track.state, track.counter
+                for e in new:
+                    r = render_entry(e, state, recall=recall)
+                    track.view_body.append(r)
+                    track.view_tokens += counter.count_entry(r)
+        else:
+            self._render_all(track, entries, head_n, recall)
+        track.body_len = n_body
+        track.first = entries[head_n] if n_body else None
+        track.last = entries[-1] if n_body else None
+        return head_n
+
+    def _render_all(
+        self, track: _Track, entries: Sequence[TranscriptEntry], head_n: int, recall: bool
+    ) -> None:
+        view = render_view(entries, track.state, recall=recall)
+        track.view_body = view[head_n:]
+        track.view_tokens = track.counter.count(track.view_body)
+        summary = track.state.summary
+        rendered = summary is not None and 0 < summary.covered <= len(entries) - head_n
+        track.covered = summary.covered if rendered and summary is not None else 0
+        track.lead = 1 if rendered else 0
+        track.rendered_at = track.state.version
+        track.recall = recall
+
+    def _verify(self, track: _Track, entries: Sequence[TranscriptEntry], head_n: int) -> None:
+        """Check loaded decisions against this transcript: drop stale records and a summary
+        whose covered prefix was rewritten (rewinding a frontier that splits a pair)."""
+        state = track.state
+        body = entries[head_n:]
+        present = {e.call_id for e in body if isinstance(e, ToolCallEntry)}
+        before = (len(state.cleared), len(state.offloaded))
+        state.prune_stale(present)
+        if (len(state.cleared), len(state.offloaded)) != before:
+            state.version += 1
+        summary = state.summary
+        if summary is not None:
+            fixed: SummaryState | None = summary
+            if (
+                summary.covered > len(body)
+                or fingerprint(body[: summary.covered]) != summary.fingerprint
+            ):
+                _log.info("history before the summary frontier changed; resetting the summary")
+                fixed = None
+            else:
+                cuts = [c for c in pair_safe_cuts(body) if 0 < c <= summary.covered]
+                if not cuts:
+                    fixed = None
+                elif cuts[-1] != summary.covered:
+                    c = cuts[-1]
+                    fixed = SummaryState(
+                        text=summary.text, covered=c, fingerprint=fingerprint(body[:c])
+                    )
+            if fixed is not summary:
+                state.set_summary(fixed)
+        track.checked = True
+
+    # -- calibration and window ----------------------------------------------------------
+
+    def _calibrate(self, req: CompactionRequest, track: _Track, tools_now: int) -> None:
+        state = track.state
+        real, estimated = req.last_input_tokens, state.last_view_estimate
+        if real is None or isinstance(real, bool) or estimated is None or estimated <= 0:
+            return
+        # The tools of the call that produced `real`, not today's (a handoff swaps them).
+        previous_tools = track.tools_tokens if track.tools_tokens >= 0 else tools_now
+        state.fold_ratio(real - previous_tools, estimated)
+        state.last_view_estimate = None  # one sample per view
+
+    @staticmethod
+    def _calibrated(raw: int, state: CompactionState, tools_tokens: int) -> int:
+        return int(raw * state.ratio) + tools_tokens
+
+    async def _window(self, req: CompactionRequest, track: _Track) -> int | None:
+        state = track.state
+        key = window_key(req.provider, req.model)
+        if learn_window(
+            state,
+            key,
+            reported=req.reported_window,
+            last_input_tokens=req.last_input_tokens,
+            overflow=req.overflow,
+        ):
+            track.dirty = True
+        base = self.context_window
+        if base is None:
+            base = await track.probe.claimed_by(req.provider)
+        return resolve_window(base, state.learned_windows.get(key))
+
+    def _budget(self, window: int | None, before: int, *, overflow: bool) -> TokenBudget | None:
+        if window is None:
+            if not overflow:
+                return None  # no window information: only the reactive path runs
+            return TokenBudget(max(2, before), reserve_output_tokens=0).aggressive()
+        budget = TokenBudget(
+            window,
+            reserve_output_tokens=self.reserve_output_tokens,
+            compact_at=self.compact_at,
+            compact_to=self.compact_to,
+            keep_recent_tokens=self.keep_recent_tokens,
+        )
+        return budget.aggressive() if overflow else budget
+
+    # -- results -------------------------------------------------------------------------
+
+    def _view(self, entries: Sequence[TranscriptEntry], track: _Track) -> Sequence[TranscriptEntry]:
+        if not track.state.has_decisions:
+            return entries  # nothing decided: the transcript itself, no copy
+        return [*track.head, *track.view_body]
+
+    def _plain(
+        self, entries: Sequence[TranscriptEntry], track: _Track, before: int
+    ) -> ContextResult:
+        return ContextResult(
+            entries=self._view(entries, track),
+            changed=track.state.has_decisions,
+            tokens_before=before,
+            tokens_after=before,
+        )
+
+    async def _burst(
+        self,
+        req: CompactionRequest,
+        track: _Track,
+        head_n: int,
+        budget: TokenBudget,
+        before: int,
+        tools_tokens: int,
+        recall: bool,
+        window_known: bool,
+    ) -> ContextResult:
+        """Run the stages until the view is under target, then re-render."""
+        entries, state, counter = req.entries, track.state, track.counter
+        body = list(entries[head_n:])
+
+        def cost(i: int) -> int:
+            if i < track.covered:
+                return 0
+            return counter.count_entry(track.view_body[track.lead + i - track.covered])
+
+        tail_start = protected_tail_start(
+            body, cost, budget.tail_tokens, anchor_limit=budget.target_tokens
+        )
+        if tail_start <= track.covered and not track.warned_tail:
+            track.warned_tail = True
+            _log.warning(
+                "the protected tail covers the whole view (%d tokens kept); lower "
+                "keep_recent_tokens or raise the window",
+                budget.tail_tokens,
+            )
+        calls = Counter(e.call_id for e in body if isinstance(e, ToolCallEntry))
+        ctx = StageContext(
+            request=req,
+            state=state,
+            counter=counter,
+            budget=budget,
+            tail_start=tail_start,
+            aggressive=req.overflow,
+            estimate=before,
+            store=self.store,
+            recall=recall,
+            reused_ids=frozenset(cid for cid, n in calls.items() if n > 1),
+            window_known=window_known,
+        )
+        start_version = state.version
+        for stage in self.stages:
+            if not ctx.over_target:
+                break
+            try:
+                new = await stage.plan(body, ctx)
+            except Exception:  # noqa: BLE001 - fail-open boundary: a broken stage keeps earlier decisions
+                _log.warning(
+                    "compaction stage %r failed", getattr(stage, "name", stage), exc_info=True
+                )
+                new = False
+            if new or state.version != track.rendered_at:
+                self._render_all(track, entries, head_n, recall)
+                ctx.estimate = self._calibrated(track.raw_view, state, tools_tokens)
+        decided = state.version != start_version
+        after = self._calibrated(track.raw_view, state, tools_tokens)
+        compacted = decided and (not req.overflow or after <= before * _MEANINGFUL_SHRINK)
+        reason = "overflow" if req.overflow else "threshold"
+        detail = (*ctx.detail, f"view {before} -> {after} tokens (window {budget.window})")
+        return ContextResult(
+            entries=self._view(entries, track),
+            changed=state.has_decisions,
+            compacted=compacted,
+            reason=reason if decided else None,
+            summary=ctx.summary_text,
+            tokens_before=before,
+            tokens_after=after,
+            detail=detail,
+        )
+
+    # -- state ---------------------------------------------------------------------------
+
+    def _track_for(self, req: CompactionRequest) -> _Track:
+        key: tuple[str, object] = (
+            ("run", req.run_id) if req.run_id else ("scratch", id(req.scratch))
+        )
+        track = self._tracks.get(key)
+        blob = req.scratch.get(SCRATCH_KEY)
+        if track is not None and (
+            blob is track.blob or (blob is None and track.scratch is req.scratch)
+        ):
+            self._tracks.move_to_end(key)
+            return track
+        state = self._load_state(req, blob)
+        if state.failures_run != req.run_id:
+            state.summary_failures = 0  # the breaker is per run
+            state.failures_run = req.run_id
+        estimator = req.provider if isinstance(req.provider, TokenEstimator) else None
+        track = _Track(
+            state=state,
+            counter=TokenCounter(image_tokens=self.image_tokens, estimator=estimator),
+            scratch=req.scratch,
+        )
+        self._tracks[key] = track
+        while len(self._tracks) > _TRACK_LIMIT:
+            self._tracks.popitem(last=False)
+        return track
+
+    def _load_state(self, req: CompactionRequest, blob: object) -> CompactionState:
+        if blob is not None:
+            return CompactionState.from_dict(blob)
+        if req.session_id is not None and req.session_id in self._sessions:
+            return CompactionState.from_dict(self._sessions[req.session_id])
+        return CompactionState()
+
+    def _persist(self, req: CompactionRequest, track: _Track) -> None:
+        """Write the state into the scratch; O(1) unless decisions changed."""
+        state = track.state
+        if track.blob is None or track.blob_version != state.version or track.dirty:
+            track.blob = state.to_dict()
+            track.blob_version = state.version
+            track.dirty = False
+        else:
+            blob = track.blob
+            blob["ratio"] = state.ratio
+            blob["last_view_estimate"] = state.last_view_estimate
+            blob["summary_failures"] = state.summary_failures
+            blob["failures_run"] = state.failures_run
+        req.scratch[SCRATCH_KEY] = track.blob
+        if req.session_id is not None:
+            self._sessions[req.session_id] = track.blob
+            self._sessions.move_to_end(req.session_id)
+            while len(self._sessions) > _SESSION_LIMIT:
+                self._sessions.popitem(last=False)

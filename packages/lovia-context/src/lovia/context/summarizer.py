@@ -1,0 +1,175 @@
+"""The ``Summarizer`` seam and ``LLMSummarizer`` (structured sections, temperature 0).
+
+``LLMSummarizer`` calls the run's own provider (``SummarizeHistory`` passes it) with the
+summary system prompt and one fold: the previous summary plus the new span rendered as
+text by ``transcript_to_text`` (reasoning is skipped). A reply missing a required section
+is retried once with a reminder, then shipped as is; an empty or truncated reply raises
+``SummarizationError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from lovia.events import TextDelta
+from lovia.exceptions import LoviaError
+from lovia.parts import project_parts
+from lovia.providers.base import FinishDelta, ModelSettings, Provider
+from lovia.transcript import (
+    AssistantTextEntry,
+    InputEntry,
+    ReasoningEntry,
+    ToolCallEntry,
+    TranscriptEntry,
+)
+
+from .prompts import FOLD_TEMPLATE, REQUIRED_SECTIONS, SUMMARY_SYSTEM_PROMPT
+
+__all__ = [
+    "LLMSummarizer",
+    "SummarizationError",
+    "Summarizer",
+    "missing_sections",
+    "transcript_to_text",
+]
+
+
+class SummarizationError(LoviaError):
+    """The summariser returned nothing usable (empty, truncated or oversized)."""
+
+
+class Summarizer(Protocol):
+    """Folds a span of entries into the running summary.
+
+    ``previous`` is the current summary (``None`` on the first fold); ``provider`` is the
+    run's provider. Implementations may declare ``context_window`` (their own window in
+    tokens, ``None`` = the run's) and ``max_output_tokens``; ``SummarizeHistory`` sizes
+    each fold so the request fits both windows.
+    """
+
+    async def summarize(
+        self, entries: Sequence[TranscriptEntry], *, previous: str | None, provider: Any
+    ) -> str: ...
+
+
+def transcript_to_text(
+    entries: Sequence[TranscriptEntry], *, max_entry_chars: int | None = None
+) -> str:
+    """Entries as plain text for a summariser; reasoning is skipped.
+
+    ``max_entry_chars`` caps each entry's text (head kept, the cut is marked), so one huge
+    tool result cannot push a fold past the summariser's window.
+    """
+    lines: list[str] = []
+    for e in entries:
+        if isinstance(e, ReasoningEntry):
+            continue
+        if isinstance(e, InputEntry):
+            body = e.content if isinstance(e.content, str) else project_parts(e.content)
+            label = "User" if e.role == "user" else "System"
+        elif isinstance(e, AssistantTextEntry):
+            label, body = "Assistant", e.content
+        elif isinstance(e, ToolCallEntry):
+            label, body = f"Tool call {e.name} [{e.call_id}]", e.arguments
+        else:
+            label = f"Tool result [{e.call_id}]" + (" (error)" if e.is_error else "")
+            body = e.output
+        if max_entry_chars is not None and len(body) > max_entry_chars:
+            body = body[:max_entry_chars] + f"... [{len(body) - max_entry_chars} chars cut]"
+        lines.append(f"{label}: {body}")
+    return "\n".join(lines)
+
+
+def missing_sections(text: str, sections: Sequence[str]) -> list[str]:
+    """The required sections ``text`` has no ``## <name>`` heading for."""
+    lowered = text.lower()
+    return [s for s in sections if f"## {s.lower()}" not in lowered]
+
+
+class LLMSummarizer:
+    """The default summariser: one LLM call per fold on the run's provider.
+
+    ``prompt``: the system prompt (``None`` = ``SUMMARY_SYSTEM_PROMPT``; a ``{sections}``
+    placeholder is filled with the headings). ``required_sections``: headings the summary
+    must contain. ``provider``: a provider to use instead of the run's (``None`` = the
+    run's). ``context_window``: this summariser's window in tokens (``None`` = the run's).
+    ``max_output_tokens``: the reply budget, reserved when sizing a fold.
+    """
+
+    def __init__(
+        self,
+        *,
+        prompt: str | None = None,
+        required_sections: Sequence[str] = REQUIRED_SECTIONS,
+        provider: Provider | None = None,
+        context_window: int | None = None,
+        max_output_tokens: int = 4_096,
+    ) -> None:
+        if context_window is not None and (isinstance(context_window, bool) or context_window <= 0):
+            raise ValueError(
+                f"context_window must be a positive int or None, got {context_window!r}"
+            )
+        if isinstance(max_output_tokens, bool) or max_output_tokens <= 0:
+            raise ValueError(f"max_output_tokens must be a positive int, got {max_output_tokens!r}")
+        self.required_sections = tuple(required_sections)
+        headings = "\n".join(f"## {s}" for s in self.required_sections)
+        template = SUMMARY_SYSTEM_PROMPT if prompt is None else prompt
+        self.prompt = template.replace("{sections}", headings)
+        self.provider = provider
+        self.context_window = context_window
+        self.max_output_tokens = max_output_tokens
+
+    async def summarize(
+        self, entries: Sequence[TranscriptEntry], *, previous: str | None, provider: Any
+    ) -> str:
+        """Fold ``entries`` into ``previous``; raises ``SummarizationError`` on an empty or
+        truncated reply (provider errors propagate)."""
+        target = self.provider if self.provider is not None else provider
+        if target is None:
+            raise SummarizationError(
+                "no provider to summarise with", hint="pass LLMSummarizer(provider=...)"
+            )
+        previous_block = (
+            f"Current summary:\n<summary>\n{previous}\n</summary>\n\n" if previous else ""
+        )
+        fold = FOLD_TEMPLATE.format(
+            previous_block=previous_block, conversation=transcript_to_text(entries)
+        )
+        view: list[TranscriptEntry] = [InputEntry("system", self.prompt), InputEntry("user", fold)]
+        text = await self._call(target, view)
+        missing = missing_sections(text, self.required_sections)
+        if missing:
+            reminder = (
+                "Your summary is missing these sections: "
+                + ", ".join(missing)
+                + ". Return the complete summary with every required section."
+            )
+            view += [AssistantTextEntry(text), InputEntry("user", reminder)]
+            retry = await self._call(target, view)
+            # Ship the incomplete summary rather than lose the fold.
+            text = (
+                retry
+                if len(missing_sections(retry, self.required_sections)) < len(missing)
+                else text
+            )
+        return text
+
+    async def _call(self, provider: Any, view: list[TranscriptEntry]) -> str:
+        settings = ModelSettings(temperature=0, max_tokens=self.max_output_tokens)
+        pieces: list[str] = []
+        finish: str | None = None
+        async for delta in provider.stream(view, tools=(), settings=settings):
+            if isinstance(delta, TextDelta):
+                pieces.append(delta.delta)
+            elif isinstance(delta, FinishDelta):
+                finish = delta.reason
+        text = "".join(pieces).strip()
+        if finish == "length":
+            raise SummarizationError(
+                "the summary was truncated at the output limit",
+                hint="raise LLMSummarizer(max_output_tokens=...)",
+            )
+        if not text:
+            raise SummarizationError("the summariser returned an empty summary")
+        return text
