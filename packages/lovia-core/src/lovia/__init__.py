@@ -112,15 +112,15 @@ _OPTIONAL: dict[str, tuple[str, str]] = {
     "Todo": ("lovia.plugins", "lovia-plugins"),
 }
 
-__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - computed from the single export table
+__all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # for type checkers only; never executed
     from lovia.agent import Agent as Agent
     from lovia.approvals import ApprovalChannel as ApprovalChannel
     from lovia.budget import RunBudget as RunBudget
     from lovia.cancellation import CancelToken as CancelToken
-    from lovia.checkpointer import CheckpointOptions as CheckpointOptions
     from lovia.checkpointer import Checkpointer as Checkpointer
+    from lovia.checkpointer import CheckpointOptions as CheckpointOptions
     from lovia.checkpointer import RunHead as RunHead
     from lovia.checkpointer import RunSnapshot as RunSnapshot
     from lovia.context_policy import CompactionRequest as CompactionRequest
@@ -132,8 +132,8 @@ if TYPE_CHECKING:  # for type checkers only; never executed
     from lovia.exceptions import GuardrailTripped as GuardrailTripped
     from lovia.exceptions import InvalidToolArguments as InvalidToolArguments
     from lovia.exceptions import LoviaError as LoviaError
-    from lovia.exceptions import MCPError as MCPError
     from lovia.exceptions import MaxTurnsExceeded as MaxTurnsExceeded
+    from lovia.exceptions import MCPError as MCPError
     from lovia.exceptions import MissingDistributionError as MissingDistributionError
     from lovia.exceptions import OutputValidationError as OutputValidationError
     from lovia.exceptions import ProviderError as ProviderError

@@ -191,7 +191,9 @@ class ApprovalRequired(ToolEvent):
     """
 
     call: ToolCall
-    _decide: Callable[[bool, str | None], None] | None = field(default=None, repr=False, compare=False)
+    _decide: Callable[[bool, str | None], None] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def approve(self) -> None:
         if self._decide is not None:
@@ -257,4 +259,3 @@ class RunCompleted(RunEvent):
 @dataclass(slots=True)
 class RunFailed(RunEvent, ErrorEvent):
     error: BaseException
-

@@ -4,12 +4,14 @@ The tree::
 
     LoviaError (hint=)
     ├── UserError                      a usage mistake, raised before tokens are spent
-    ├── ProviderError                  a provider call failed (vendor, model, status_code, retryable)
+    ├── ProviderError                  a provider call failed (vendor, model, status_code,
+    │                                  retryable, retry_after)
     │   └── ContextOverflowError       the prompt did not fit (reported_window)
     ├── ToolError                      a tool failed; becomes an error result the model sees
     │   ├── InvalidToolArguments       arguments failed validation; never retried
     │   └── MCPError                   an MCP server failed (tool_name)
-    ├── OutputValidationError          the final output did not match output_type (raw, output_type_name)
+    ├── OutputValidationError          the final output did not match output_type
+    │                                  (raw, output_type_name)
     ├── MaxTurnsExceeded               the run hit max_turns
     ├── BudgetExceeded                 a RunBudget limit tripped (limit)
     ├── RunCancelled                   the run's CancelToken fired (reason)

@@ -58,7 +58,15 @@ def _check_source(kind: str, url: str | None, data: str | None, mime_type: str |
         try:
             base64.b64decode(data, validate=True)
         except (binascii.Error, ValueError) as exc:
-            raise UserError(f"{kind} data is not valid base64", hint="pass raw bytes to from_bytes") from exc
+            raise UserError(
+                f"{kind} data is not valid base64", hint="pass raw bytes to from_bytes"
+            ) from exc
+
+
+def _decoded_size(data: str | None) -> int:
+    if not data:
+        return 0
+    return len(data) * 3 // 4 - data[-2:].count("=")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +91,9 @@ class ImagePart:
         _check_source("ImagePart", self.url, self.data, self.mime_type)
 
     @classmethod
-    def from_path(cls, path: str | Path, *, detail: Literal["auto", "low", "high"] | None = None) -> ImagePart:
+    def from_path(
+        cls, path: str | Path, *, detail: Literal["auto", "low", "high"] | None = None
+    ) -> ImagePart:
         """Read an image file; the mime type comes from its suffix."""
         mime = image_mime(path)
         raw = Path(path).read_bytes()
@@ -96,7 +106,7 @@ class ImagePart:
     @property
     def byte_size(self) -> int:
         """Decoded size of inline data (0 for URL parts)."""
-        return (len(self.data) * 3) // 4 if self.data else 0
+        return _decoded_size(self.data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,19 +132,23 @@ class FilePart:
 
     @classmethod
     def from_bytes(cls, raw: bytes, mime_type: str, *, filename: str | None = None) -> FilePart:
-        return cls(data=base64.b64encode(raw).decode("ascii"), mime_type=mime_type, filename=filename)
+        return cls(
+            data=base64.b64encode(raw).decode("ascii"), mime_type=mime_type, filename=filename
+        )
 
     @classmethod
     def from_base64(cls, data: str, mime_type: str, *, filename: str | None = None) -> FilePart:
         return cls(data=data, mime_type=mime_type, filename=filename)
 
     @classmethod
-    def from_url(cls, url: str, *, mime_type: str | None = None, filename: str | None = None) -> FilePart:
+    def from_url(
+        cls, url: str, *, mime_type: str | None = None, filename: str | None = None
+    ) -> FilePart:
         return cls(url=url, mime_type=mime_type, filename=filename)
 
     @property
     def byte_size(self) -> int:
-        return (len(self.data) * 3) // 4 if self.data else 0
+        return _decoded_size(self.data)
 
 
 ContentPart = Union[TextPart, ImagePart, FilePart]
@@ -143,7 +157,9 @@ ContentPart = Union[TextPart, ImagePart, FilePart]
 _PART_TYPES = (TextPart, ImagePart, FilePart)
 
 
-def coerce_parts(value: str | ContentPart | list[ContentPart] | tuple[ContentPart, ...]) -> tuple[ContentPart, ...]:
+def coerce_parts(
+    value: str | ContentPart | list[ContentPart] | tuple[ContentPart, ...],
+) -> tuple[ContentPart, ...]:
     """A str, one part or a list of parts as a tuple of parts.
 
     A bare ``str`` inside a list is rejected rather than coerced, so a list of strings
@@ -163,7 +179,9 @@ def coerce_parts(value: str | ContentPart | list[ContentPart] | tuple[ContentPar
     return parts
 
 
-def normalize_content(value: str | ContentPart | list[ContentPart] | tuple[ContentPart, ...]) -> str | tuple[ContentPart, ...]:
+def normalize_content(
+    value: str | ContentPart | list[ContentPart] | tuple[ContentPart, ...],
+) -> str | tuple[ContentPart, ...]:
     """Plain text stays a ``str``; anything else becomes a tuple of parts."""
     if isinstance(value, str):
         return value

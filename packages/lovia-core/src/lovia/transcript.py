@@ -109,7 +109,9 @@ class ToolResultEntry:
     type: Literal["tool_result"] = "tool_result"
 
 
-TranscriptEntry = Union[InputEntry, AssistantTextEntry, ReasoningEntry, ToolCallEntry, ToolResultEntry]
+TranscriptEntry = Union[
+    InputEntry, AssistantTextEntry, ReasoningEntry, ToolCallEntry, ToolResultEntry
+]
 """One entry of the canonical transcript."""
 
 _ENTRY_TYPES: dict[str, type[Any]] = {
@@ -180,7 +182,11 @@ def entry_to_dict(entry: TranscriptEntry) -> dict[str, Any]:
     A tool result's ``raw`` is kept only when it is JSON-safe, and ``parts`` only when present.
     """
     if isinstance(entry, InputEntry):
-        content: Any = entry.content if isinstance(entry.content, str) else [_part_to_dict(p) for p in entry.content]
+        content: Any = (
+            entry.content
+            if isinstance(entry.content, str)
+            else [_part_to_dict(p) for p in entry.content]
+        )
         return {"type": "input", "role": entry.role, "content": content}
     if isinstance(entry, AssistantTextEntry):
         out: dict[str, Any] = {"type": "assistant_text", "content": entry.content}
@@ -197,7 +203,12 @@ def entry_to_dict(entry: TranscriptEntry) -> dict[str, Any]:
             out["metadata"] = to_json_safe(entry.metadata)
         return out
     if isinstance(entry, ToolCallEntry):
-        return {"type": "tool_call", "call_id": entry.call_id, "name": entry.name, "arguments": entry.arguments}
+        return {
+            "type": "tool_call",
+            "call_id": entry.call_id,
+            "name": entry.name,
+            "arguments": entry.arguments,
+        }
     out = {"type": "tool_result", "call_id": entry.call_id, "output": entry.output}
     if entry.is_error:
         out["is_error"] = True
@@ -243,9 +254,17 @@ def entry_from_dict(data: Any) -> TranscriptEntry:
 
 def _check_field_types(entry: TranscriptEntry) -> None:
     if isinstance(entry, ToolCallEntry):
-        ok = isinstance(entry.call_id, str) and isinstance(entry.name, str) and isinstance(entry.arguments, str)
+        ok = (
+            isinstance(entry.call_id, str)
+            and isinstance(entry.name, str)
+            and isinstance(entry.arguments, str)
+        )
     elif isinstance(entry, ToolResultEntry):
-        ok = isinstance(entry.call_id, str) and isinstance(entry.output, str) and isinstance(entry.is_error, bool)
+        ok = (
+            isinstance(entry.call_id, str)
+            and isinstance(entry.output, str)
+            and isinstance(entry.is_error, bool)
+        )
     elif isinstance(entry, (AssistantTextEntry, ReasoningEntry)):
         ok = isinstance(entry.content, str)
     else:
@@ -257,7 +276,9 @@ def _check_field_types(entry: TranscriptEntry) -> None:
 # -- conversions -------------------------------------------------------------------------
 
 
-def input_to_entries(value: str | Sequence[Message] | Sequence[TranscriptEntry]) -> list[TranscriptEntry]:
+def input_to_entries(
+    value: str | Sequence[Message | TranscriptEntry],
+) -> list[TranscriptEntry]:
     """Run input as entries: a string is one user entry; messages convert; entries pass."""
     if isinstance(value, str):
         return [InputEntry("user", value)]
@@ -276,8 +297,9 @@ def messages_to_entries(messages: Iterable[Message]) -> list[TranscriptEntry]:
     """Chat messages as canonical entries."""
     out: list[TranscriptEntry] = []
     for m in messages:
-        if m.role in ("system", "user"):
-            out.append(InputEntry(m.role, normalize_content(m.content) if not isinstance(m.content, str) else m.content))  # type: ignore[arg-type]  # role narrowed above
+        if m.role == "system" or m.role == "user":
+            content = m.content if isinstance(m.content, str) else normalize_content(m.content)
+            out.append(InputEntry(m.role, content))
         elif m.role == "assistant":
             if m.reasoning:
                 out.append(ReasoningEntry(m.reasoning))
@@ -290,7 +312,9 @@ def messages_to_entries(messages: Iterable[Message]) -> list[TranscriptEntry]:
     return out
 
 
-def assistant_to_entries(turn: AssistantTurn, *, provider: str | None = None) -> list[TranscriptEntry]:
+def assistant_to_entries(
+    turn: AssistantTurn, *, provider: str | None = None
+) -> list[TranscriptEntry]:
     """A complete assistant turn as entries: reasoning, then text, then tool calls."""
     out: list[TranscriptEntry] = []
     if turn.reasoning:
@@ -354,7 +378,9 @@ def leading_system_count(entries: Sequence[TranscriptEntry]) -> int:
     return n
 
 
-def split_system(entries: Sequence[TranscriptEntry]) -> tuple[list[InputEntry], list[TranscriptEntry]]:
+def split_system(
+    entries: Sequence[TranscriptEntry],
+) -> tuple[list[InputEntry], list[TranscriptEntry]]:
     """The leading system inputs and the rest."""
     n = leading_system_count(entries)
     head = [e for e in entries[:n] if isinstance(e, InputEntry)]
@@ -364,7 +390,9 @@ def split_system(entries: Sequence[TranscriptEntry]) -> tuple[list[InputEntry], 
 # -- pair-safe slicing -------------------------------------------------------------------
 
 
-def safe_window(entries: Sequence[TranscriptEntry], *, head: int = 0, tail: int) -> list[TranscriptEntry]:
+def safe_window(
+    entries: Sequence[TranscriptEntry], *, head: int = 0, tail: int
+) -> list[TranscriptEntry]:
     """Keep the first ``head`` and last ``tail`` entries without orphaning a tool result.
 
     The tail's cut walks back until every result in the tail has its call in the kept
@@ -374,9 +402,7 @@ def safe_window(entries: Sequence[TranscriptEntry], *, head: int = 0, tail: int)
     n = len(entries)
     head = max(0, min(head, n))
     tail = max(0, min(tail, n - head))
-    start = n - tail
-    if start <= head:
-        return list(entries)
+    start = max(n - tail, head)
     call_pos: dict[str, list[int]] = {}
     for i, e in enumerate(entries):
         if isinstance(e, ToolCallEntry):
@@ -414,4 +440,6 @@ def drop_dangling_tool_calls(entries: Sequence[TranscriptEntry]) -> list[Transcr
 
 def dumps_entries(entries: Iterable[TranscriptEntry]) -> str:
     """Entries as a JSON array (internal helper for stores)."""
-    return json.dumps([entry_to_dict(e) for e in entries], ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(
+        [entry_to_dict(e) for e in entries], ensure_ascii=False, separators=(",", ":")
+    )
