@@ -1,0 +1,275 @@
+"""One model call: stream the provider, forward deltas, assemble the reply, retry.
+
+Assembly rules (``TurnAssembly``): text and reasoning accumulate; tool calls are rebuilt
+from their ``index`` slots (fragments of different calls may interleave; ``call_id`` and
+``name`` arrive once, ``arguments`` concatenate byte for byte); an ``EntryCompletedDelta``
+wins over what accumulated for the same content. The reply's entries are ordered
+reasoning, text, tool calls.
+
+Forwarding: the provider's ``TextDelta``/``ReasoningDelta`` objects are yielded unchanged
+(no allocation per delta). Everything else is absorbed here.
+
+Retries (``RetryPolicy``): the transcript only ever receives a *completed* reply. When a
+retryable error interrupts a stream, the partial is dropped and the call re-streamed;
+``OutputDiscarded`` is emitted only if text or reasoning had been forwarded (a partial
+made only of tool-call fragments resets silently). ``restart_on_partial=False`` lets such
+an error propagate, as does a non-retryable one. ``ContextOverflowError`` is never retried
+blindly: the context policy gets one reactive chance (``on_overflow``) and the call is
+retried once only if the policy produced a new view and nothing had been forwarded.
+Retries add no turns.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..events import Event, OutputDiscarded, ReasoningDelta, TextDelta
+from ..exceptions import ContextOverflowError
+from ..messages import Usage
+from ..providers.base import (
+    EntryCompletedDelta,
+    FinishDelta,
+    ModelDelta,
+    ModelSettings,
+    ToolCallDelta,
+    UsageDelta,
+)
+from ..transcript import AssistantTextEntry, ReasoningEntry, ToolCallEntry, TranscriptEntry
+
+if TYPE_CHECKING:
+    from ..cancellation import CancelToken
+    from ..providers.base import Provider
+    from ..retry import RetryPolicy
+    from ..tools.base import Tool
+    from ..tracing import Tracer
+
+__all__ = ["ModelTurn", "TurnAssembly"]
+
+_log = logging.getLogger("lovia.runtime")
+
+OverflowHandler = Callable[[ContextOverflowError], Awaitable["Sequence[TranscriptEntry] | None"]]
+"""Asks the context policy for a smaller view; ``None`` when it made no new decision."""
+
+
+class TurnAssembly:
+    """The pieces of one streamed reply, assembled into entries by ``entries()``."""
+
+    __slots__ = (
+        "_completed_reasoning",
+        "_completed_text",
+        "_slots",
+        "finish_reason",
+        "finished",
+        "forwarded",
+        "reasoning",
+        "text",
+        "usage",
+    )
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self._slots: dict[int, list[Any]] = {}  # index -> [call_id, name, [fragments], entry]
+        self._completed_reasoning: list[ReasoningEntry] = []
+        self._completed_text: list[AssistantTextEntry] = []
+        self.usage: Usage | None = None
+        self.finish_reason: str | None = None
+        self.finished = False
+        self.forwarded = False
+        """Whether text or reasoning reached the consumer (a restart must discard it)."""
+
+    def feed(self, delta: ModelDelta) -> None:
+        """Absorb a non-text delta."""
+        if isinstance(delta, ToolCallDelta):
+            slot = self._slots.get(delta.index)
+            if slot is None:
+                slot = self._slots[delta.index] = [None, None, [], None]
+            if delta.call_id:
+                slot[0] = delta.call_id
+            if delta.name:
+                slot[1] = delta.name
+            if delta.arguments:
+                slot[2].append(delta.arguments)
+        elif isinstance(delta, UsageDelta):
+            self.usage = _merge_usage(self.usage, delta.usage)
+        elif isinstance(delta, FinishDelta):
+            self.finish_reason = delta.reason
+            self.finished = True
+        elif isinstance(delta, EntryCompletedDelta):
+            self._complete(delta)
+        elif isinstance(delta, TextDelta):  # a provider that bypassed the fast path
+            self.text.append(delta.delta)
+        elif isinstance(delta, ReasoningDelta):
+            self.reasoning.append(delta.delta)
+
+    @property
+    def has_tool_fragments(self) -> bool:
+        """Whether any tool-call piece arrived (a partial made only of these resets silently)."""
+        return bool(self._slots)
+
+    def _complete(self, delta: EntryCompletedDelta) -> None:
+        entry = delta.entry
+        if isinstance(entry, ReasoningEntry):
+            self._completed_reasoning.append(entry)
+        elif isinstance(entry, AssistantTextEntry):
+            self._completed_text.append(entry)
+        elif isinstance(entry, ToolCallEntry):
+            index = delta.index if delta.index is not None else len(self._slots)
+            slot = self._slots.setdefault(index, [None, None, [], None])
+            slot[3] = entry
+
+    def entries(self, provider: str | None) -> list[TranscriptEntry]:
+        """The reply as transcript entries: reasoning, then text, then tool calls."""
+        out: list[TranscriptEntry] = []
+        if self._completed_reasoning:
+            out.extend(self._completed_reasoning)
+        elif self.reasoning:
+            out.append(ReasoningEntry("".join(self.reasoning), provider=provider))
+        if self._completed_text:
+            out.extend(self._completed_text)
+        elif self.text:
+            content = "".join(self.text)
+            if content:
+                out.append(AssistantTextEntry(content))
+        for index in sorted(self._slots):
+            call_id, name, fragments, entry = self._slots[index]
+            if entry is not None:
+                out.append(entry)
+            elif name:
+                out.append(
+                    ToolCallEntry(call_id or f"call_{index}", name, "".join(fragments) or "{}")
+                )
+        return out
+
+
+def _merge_usage(old: Usage | None, new: Usage) -> Usage:
+    if old is None:
+        return new
+    return Usage(
+        input_tokens=new.input_tokens or old.input_tokens,
+        output_tokens=new.output_tokens or old.output_tokens,
+        cache_read_tokens=new.cache_read_tokens or old.cache_read_tokens,
+        cache_write_tokens=new.cache_write_tokens or old.cache_write_tokens,
+        requests=new.requests or old.requests,
+    )
+
+
+class ModelTurn:
+    """One model call with its retries; iterate ``stream()``, then read ``assembly``."""
+
+    __slots__ = (
+        "assembly",
+        "on_overflow",
+        "provider",
+        "response_format",
+        "retry",
+        "settings",
+        "token",
+        "tools",
+        "tracer",
+        "turn",
+        "view",
+    )
+
+    def __init__(
+        self,
+        provider: Provider,
+        view: Sequence[TranscriptEntry],
+        *,
+        tools: Sequence[Tool],
+        response_format: dict[str, Any] | None,
+        settings: ModelSettings,
+        retry: RetryPolicy | None,
+        token: CancelToken,
+        tracer: Tracer,
+        turn: int,
+        on_overflow: OverflowHandler,
+    ) -> None:
+        self.provider = provider
+        self.view = view
+        self.tools = tools
+        self.response_format = response_format
+        self.settings = settings
+        self.retry = retry
+        self.token = token
+        self.tracer = tracer
+        self.turn = turn
+        self.on_overflow = on_overflow
+        self.assembly = TurnAssembly()
+
+    async def stream(self) -> AsyncGenerator[Event, None]:
+        """Yield the forwarded deltas (and ``OutputDiscarded`` on a restart).
+
+        The provider loop is inlined here (not a helper generator): every generator layer
+        costs about 0.15 us per delta, and deltas are the hot path.
+        """
+        attempt = 0
+        overflow_tried = False
+        provider = self.provider
+        while True:
+            attempt += 1
+            asm = self.assembly = TurnAssembly()
+            text = asm.text
+            reasoning = asm.reasoning
+            feed = asm.feed
+            try:
+                with self.tracer.span("model_call", model=provider.model, turn=self.turn):
+                    stream = provider.stream(
+                        self.view,
+                        tools=self.tools,
+                        response_format=self.response_format,
+                        settings=self.settings,
+                    )
+                    try:
+                        async for delta in stream:
+                            kind = type(delta)
+                            if kind is TextDelta:
+                                text.append(delta.delta)  # type: ignore[union-attr]  # narrowed by kind
+                                asm.forwarded = True
+                                yield delta  # type: ignore[misc]  # TextDelta is an Event
+                            elif kind is ReasoningDelta:
+                                reasoning.append(delta.delta)  # type: ignore[union-attr]  # narrowed
+                                asm.forwarded = True
+                                yield delta  # type: ignore[misc]  # ReasoningDelta is an Event
+                            else:
+                                feed(delta)
+                    finally:
+                        # An abandoned or failed stream still releases its connection.
+                        close = getattr(stream, "aclose", None)
+                        if close is not None:
+                            await close()
+                return
+            except ContextOverflowError as exc:
+                if overflow_tried or asm.forwarded:
+                    raise
+                overflow_tried = True
+                self.view = await self._reactive_view(exc)
+                attempt -= 1  # the reactive retry is the policy's, not the retry policy's
+            except Exception as exc:  # noqa: BLE001 - the retry policy re-raises what it rejects
+                if self._restart_discards(exc, attempt, asm):
+                    yield OutputDiscarded(reason=str(exc) or type(exc).__name__)
+                _log.info("model.retry: turn=%d attempt=%d error=%s", self.turn, attempt, exc)
+                assert self.retry is not None
+                await self.retry.backoff(attempt, exc, self.token)
+
+    async def _reactive_view(self, exc: ContextOverflowError) -> Sequence[TranscriptEntry]:
+        """The policy's smaller view after an overflow; re-raises ``exc`` when it has none."""
+        _log.info("context.overflow: turn=%d reported_window=%s", self.turn, exc.reported_window)
+        view = await self.on_overflow(exc)
+        if view is None:
+            raise exc
+        return view
+
+    def _restart_discards(self, exc: Exception, attempt: int, asm: TurnAssembly) -> bool:
+        """Decide a retry after ``exc``: re-raises it when the call must not be retried,
+        else says whether forwarded deltas must be discarded first."""
+        retry = self.retry
+        if retry is None or not retry.should_retry(exc, attempt):
+            raise exc
+        if asm.forwarded or asm.has_tool_fragments:
+            if not retry.restart_on_partial:
+                raise exc
+            return asm.forwarded
+        return False

@@ -1,0 +1,376 @@
+"""The tool phase of a turn: serial preflight, concurrent execution, one dispatch point.
+
+``ToolCallProcessor.run_batch`` takes a turn's calls in request order.
+
+* **Preflight** runs serially, in request order, on the loop's generator body: cancel
+  check, budget check and tool-call count, lookup, handoff dedup, argument parsing, then
+  the approval flow. Approval backpressure and budget accounting are therefore exactly
+  those of a serial run.
+* **Execution**: ready calls run as tasks (``TaskSet``). Their events (``ToolCallStarted``,
+  ``ToolCallFailed``, completion) go into ONE ``asyncio.Queue`` that the batch drains on the
+  generator body: that is the single point where events reach hooks and the stream and
+  where each result is appended (and, once checkpoints land, saved).
+* Results are appended in **completion** order, paired with their calls by ``call_id``
+  (duplicate ids pair by occurrence). A call rejected before execution (unknown tool, bad
+  arguments, second handoff, denied) gets an error result and a
+  ``ToolCallCompleted(is_error=True)`` with no ``ToolCallStarted``.
+* ``Tool.parallel=False`` makes a barrier: in-flight calls finish, the tool runs alone,
+  then dispatch resumes. Handoff tools are always barriers, so the first handoff of a turn
+  wins without a race; a second one is rejected in preflight, before its ``on_handoff``.
+* A budget trip stops dispatch, lets in-flight calls finish and be recorded, then ends the
+  run with ``BudgetExceeded`` (interrupted; the undispatched calls stay pending for a
+  resume). ``RunCancelled`` cancels the in-flight siblings at once and appends nothing for
+  them.
+* Approvals resolve consumer (``ApprovalRequired.approve()/reject()`` or
+  ``handle.approvals``), then ``Agent.approval_handler`` (``"ask"`` defers to the consumer),
+  then deny. A streaming consumer may decide late, while other calls run; once nothing else
+  is running, an undecided call is denied, so nothing ever hangs. A raising predicate or
+  handler denies the call and emits ``ToolCallFailed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..events import (
+    ApprovalRequired,
+    Event,
+    ToolCallCompleted,
+    ToolCallFailed,
+    ToolCallStarted,
+)
+from ..exceptions import BudgetExceeded, InvalidToolArguments, RunCancelled, UserError
+from ..messages import ToolCall
+from ..tools.base import ToolOutcome, parse_tool_arguments, run_tool
+from ..transcript import ToolCallEntry, ToolResultEntry
+from ._tasks import TaskSet
+
+if TYPE_CHECKING:
+    from ..approvals import ApprovalChannel
+    from ..handoff import Handoff
+    from ..run_context import RunContext
+    from ..tools.base import Tool
+    from .run_state import RunState
+
+__all__ = ["PlannedCall", "ToolCallProcessor"]
+
+_log = logging.getLogger("lovia.runtime")
+
+
+@dataclass(slots=True)
+class PlannedCall:
+    """One requested call: what the model asked and where its entry sits."""
+
+    call: ToolCall
+    index: int
+    """Position of its ``ToolCallEntry`` in the transcript (for the wire-safe rewrite)."""
+
+
+@dataclass(slots=True)
+class _Ready:
+    planned: PlannedCall
+    tool: Tool
+    args: dict[str, Any]
+    handoff: Handoff | None
+    needs_approval: bool
+
+
+@dataclass(slots=True)
+class _Done:
+    ready: _Ready
+    outcome: ToolOutcome | None
+    error: BaseException | None
+
+
+_WAKE = object()  # queue item: something outside the queue changed (approval, cancel)
+
+
+class ToolCallProcessor:
+    """Runs one turn's tool calls (see the module docstring). Built per tool phase."""
+
+    def __init__(
+        self,
+        state: RunState,
+        ctx: RunContext[Any],
+        *,
+        approvals: ApprovalChannel,
+        interactive: bool,
+        truncated: bool,
+        on_result: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.state = state
+        self.ctx = ctx
+        self.approvals = approvals
+        self.interactive = interactive
+        self.truncated = truncated
+        """The reply hit its token limit: bad JSON is reported as a cut-off call."""
+        self.on_result = on_result
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.tasks = TaskSet()
+        self.inflight = 0
+        self.handoff_claimed = False
+        self.budget_error: BudgetExceeded | None = None
+        self._watcher: asyncio.Future[None] | None = None
+
+    # -- the batch --------------------------------------------------------------------
+
+    async def run_batch(self, calls: Sequence[PlannedCall]) -> AsyncGenerator[Event, None]:
+        """Preflight, dispatch and drain ``calls``; yields every tool event in order."""
+        try:
+            for planned in calls:
+                if self.budget_error is not None:
+                    break  # a tool tripped the run's budget: dispatch nothing more
+                try:
+                    events, ready = await self._preflight(planned)
+                except BudgetExceeded as exc:
+                    self.budget_error = exc
+                    break
+                for event in events:
+                    yield event
+                if ready is None:
+                    continue
+                if ready.needs_approval:
+                    async with aclosing(self._approve(ready)) as approval_events:
+                        async for event in approval_events:
+                            yield event
+                    if ready.needs_approval:  # still set: denied
+                        continue
+                barrier = ready.handoff is not None or not ready.tool.parallel
+                if barrier:
+                    async with aclosing(self._drain_inflight()) as drained:
+                        async for event in drained:
+                            yield event
+                self._dispatch(ready)
+                if barrier:
+                    async with aclosing(self._drain_inflight()) as drained:
+                        async for event in drained:
+                            yield event
+            async with aclosing(self._drain_inflight()) as drained:
+                async for event in drained:
+                    yield event
+            if self.budget_error is not None:
+                raise self.budget_error
+        finally:
+            await self.tasks.cancel_and_drain()  # in-flight calls (on abort) and the watcher
+
+    # -- preflight --------------------------------------------------------------------
+
+    async def _preflight(self, planned: PlannedCall) -> tuple[list[Event], _Ready | None]:
+        """Checks for one call: events to emit, and the call if it may proceed."""
+        ctx = self.ctx
+        ctx.cancel_token.check()
+        budget = ctx.budget
+        if budget is not None:
+            budget.check(ctx.usage)
+            budget.count_tool_call()
+        call = planned.call
+        active = self.state.active
+        tool = active.tools.get(call.name)
+        if tool is None:
+            names = ", ".join(sorted(active.tools)) or "none"
+            return [self._reject(planned, f"unknown tool {call.name!r} (available: {names})")], None
+        handoff = active.handoffs.get(call.name)
+        if handoff is not None and self.handoff_claimed:
+            message = "only the first handoff of a turn is applied; this one was not performed"
+            return [self._reject(planned, message)], None
+        try:
+            args = parse_tool_arguments(call.arguments, truncated=self.truncated)
+        except InvalidToolArguments as exc:
+            # The stored call must stay valid JSON on re-send; the error result says why.
+            self.state.transcript[planned.index] = ToolCallEntry(call.id, call.name, "{}")
+            return [self._reject(planned, str(exc))], None
+        if handoff is not None:
+            self.handoff_claimed = True
+        needs = tool.needs_approval
+        if callable(needs):
+            try:
+                verdict = needs(args, ctx)
+                if inspect.isawaitable(verdict):
+                    verdict = await verdict
+                needs = bool(verdict)
+            except (RunCancelled, BudgetExceeded):
+                raise
+            except Exception as exc:  # noqa: BLE001 - fail closed: a raising predicate denies
+                _log.warning("approval predicate of %r raised; denying", call.name, exc_info=True)
+                denied = self._reject(planned, f"the approval check failed ({exc!r}); call denied")
+                return [ToolCallFailed(exc, call), denied], None
+        return [], _Ready(planned, tool, args, handoff, bool(needs))
+
+    def _reject(self, planned: PlannedCall, message: str) -> ToolCallCompleted:
+        output = f"Tool error: {message}"
+        self.state.append(ToolResultEntry(planned.call.id, output, is_error=True))
+        return ToolCallCompleted(planned.call, None, True, output)
+
+    # -- approvals --------------------------------------------------------------------
+
+    async def _approve(self, ready: _Ready) -> AsyncGenerator[Event, None]:
+        """Resolve a gated call; leaves ``ready.needs_approval`` set only when denied."""
+        call = ready.planned.call
+        approvals = self.approvals
+        future = approvals.register(call.id, call=call)
+        future.add_done_callback(self._wake)
+
+        def decide(approved: bool, reason: str | None) -> None:
+            approvals.resolve(call.id, approved, reason=reason)
+
+        yield ApprovalRequired(call, decide)
+        if not future.done():
+            try:
+                decision = await self._ask_handler(call)
+            except (RunCancelled, BudgetExceeded):
+                approvals.discard(call.id)
+                raise
+            except Exception as exc:  # noqa: BLE001 - fail closed: a raising handler denies
+                _log.warning("approval_handler raised for %r; denying", call.name, exc_info=True)
+                yield ToolCallFailed(exc, call)
+                decision = False
+            if decision is not None:
+                approvals.resolve(call.id, decision)
+        if not future.done() and self.interactive:
+            # The consumer may still answer out of band while other calls run.
+            while not future.done() and self.inflight:
+                pending = await self._next_event()
+                if pending is not None:
+                    yield pending
+        if future.done():
+            approved, reason = future.result()
+        else:
+            approvals.discard(call.id)
+            approved, reason = False, "nobody approved the call"
+        if approved:
+            ready.needs_approval = False
+            return
+        yield self._reject(ready.planned, f"the call was denied ({reason or 'not approved'})")
+
+    async def _ask_handler(self, call: ToolCall) -> bool | None:
+        """The agent's ``approval_handler`` verdict; ``None`` means ask the consumer."""
+        handler = self.state.active.agent.approval_handler
+        if handler is None:
+            return None
+        verdict = handler(call, self.ctx)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+        if verdict is True or verdict == "allow":
+            return True
+        if verdict is False or verdict == "deny":
+            return False
+        if verdict == "ask":
+            return None
+        raise UserError(
+            f"approval_handler returned {verdict!r}",
+            hint='return True/False or "allow"/"deny"/"ask"',
+        )
+
+    # -- execution --------------------------------------------------------------------
+
+    def _dispatch(self, ready: _Ready) -> None:
+        self.inflight += 1
+        self.tasks.spawn(self._execute(ready))
+
+    async def _execute(self, ready: _Ready) -> None:
+        """A call's task body: every outcome goes to the queue, nothing is appended here."""
+        queue = self.queue
+        call = ready.planned.call
+        queue.put_nowait(ToolCallStarted(call))
+        _log.info("tool.start: %s call_id=%s", call.name, call.id)
+        ctx = self.ctx
+        try:
+            tracer = ctx.tracer
+            assert tracer is not None  # the loop always sets one
+            with tracer.span("tool_call", name=call.name, call_id=call.id) as span:
+                if ready.handoff is not None:
+                    outcome = await self._run_handoff(ready)
+                else:
+                    agent = self.state.active.agent
+                    outcome = await run_tool(
+                        ready.tool,
+                        ready.args,
+                        ctx,
+                        default_retries=agent.default_tool_retries,
+                        default_timeout=agent.default_tool_timeout,
+                        max_output_chars=agent.max_tool_output_chars,
+                        agent_renderer=agent.tool_result_renderer,
+                        on_error=lambda exc: queue.put_nowait(ToolCallFailed(exc, call)),
+                    )
+                if outcome.error is not None:
+                    span.record_exception(outcome.error)
+        except asyncio.CancelledError:
+            raise  # we cancelled it: nothing is appended for this call
+        except BaseException as exc:  # noqa: BLE001 - handed to the batch, which re-raises it
+            queue.put_nowait(_Done(ready, None, exc))
+            return
+        queue.put_nowait(_Done(ready, outcome, None))
+
+    async def _run_handoff(self, ready: _Ready) -> ToolOutcome:
+        from ..handoff import _HandoffSignal
+
+        try:
+            signal = await ready.tool.invoke(ready.args, self.ctx)
+        except (RunCancelled, BudgetExceeded):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failed on_handoff is a result, no swap
+            self.queue.put_nowait(ToolCallFailed(exc, ready.planned.call))
+            return ToolOutcome(
+                output=f"Tool error: handoff failed: {exc!r}", raw=None, is_error=True, error=exc
+            )
+        assert isinstance(signal, _HandoffSignal)
+        self.state.pending_handoff = signal
+        name = signal.handoff.target.name
+        return ToolOutcome(output=f"Transferred to {name}.", raw=None, is_error=False)
+
+    # -- the single drain point -------------------------------------------------------
+
+    async def _drain_inflight(self) -> AsyncGenerator[Event, None]:
+        """Emit queued events until no call is in flight."""
+        while self.inflight:
+            event = await self._next_event()
+            if event is not None:
+                yield event
+
+    async def _next_event(self) -> Event | None:
+        """Take one queue item; returns the event to emit (``None`` for wake-ups)."""
+        queue = self.queue
+        if queue.empty() and self._watcher is None:
+            self._watch_cancel()
+        item = await queue.get()
+        if item is _WAKE:
+            self.ctx.cancel_token.check()
+            return None
+        if isinstance(item, _Done):
+            return await self._complete(item)
+        event: Event = item
+        return event
+
+    async def _complete(self, done: _Done) -> Event:
+        self.inflight -= 1
+        if done.error is not None:
+            if isinstance(done.error, BudgetExceeded):
+                # The run's own budget: stop dispatch, let the others finish, end the run.
+                self.budget_error = self.budget_error or done.error
+                return ToolCallFailed(done.error, done.ready.planned.call)
+            raise done.error
+        outcome = done.outcome
+        assert outcome is not None
+        call = done.ready.planned.call
+        self.state.append(
+            ToolResultEntry(call.id, outcome.output, outcome.raw, outcome.is_error, outcome.parts)
+        )
+        if outcome.is_error:
+            _log.info("tool.error: %s call_id=%s", call.name, call.id)
+        await self.on_result()
+        self.ctx.cancel_token.check()
+        return ToolCallCompleted(call, outcome.raw, outcome.is_error, outcome.output)
+
+    def _watch_cancel(self) -> None:
+        """Wake the drain when the cancel token fires while the loop waits on the queue."""
+        self._watcher = self.tasks.spawn(self.ctx.cancel_token.wait())
+        self._watcher.add_done_callback(self._wake)
+
+    def _wake(self, _: object) -> None:
+        self.queue.put_nowait(_WAKE)
