@@ -47,6 +47,8 @@ _EXPORTS: dict[str, str] = {
     "ToolError": "lovia.exceptions",
     "UserError": "lovia.exceptions",
     "GuardrailFn": "lovia.guardrails",
+    "Handoff": "lovia.handoff",
+    "agent_as_tool": "lovia.handoff",
     "GuardrailVerdict": "lovia.guardrails",
     "AgentHooks": "lovia.hooks",
     "enable_logging": "lovia.log",
@@ -143,6 +145,8 @@ if TYPE_CHECKING:  # for type checkers only; never executed
     from lovia.exceptions import ToolError as ToolError
     from lovia.exceptions import UserError as UserError
     from lovia.guardrails import GuardrailFn as GuardrailFn
+    from lovia.handoff import Handoff as Handoff
+    from lovia.handoff import agent_as_tool as agent_as_tool
     from lovia.guardrails import GuardrailVerdict as GuardrailVerdict
     from lovia.hooks import AgentHooks as AgentHooks
     from lovia.log import enable_logging as enable_logging

@@ -9,9 +9,9 @@ A policy is one method, ``compact(req) -> ContextResult``, serving both triggers
 
 Contract with the run loop:
 
-* The policy must not mutate ``req.entries`` (the loop passes the live transcript; a
-  policy that mutates it anyway only damages its own view, never the stored record,
-  because the loop hands out a tuple-backed copy on the reactive path).
+* The policy must not mutate ``req.entries``. It cannot corrupt the record anyway: a
+  proactive request gets a read-only live view of the transcript (no copy per turn), and a
+  reactive one a tuple copy.
 * ``req.scratch`` is a JSON-safe dict the policy owns. The loop stores it in the run's
   checkpoint head and, when the run succeeds, in its session segment's ``meta`` under
   ``"context"``; a new run on the same session starts with the latest segment's value.

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import mimetypes
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Union
@@ -124,6 +123,8 @@ class FilePart:
 
     @classmethod
     def from_path(cls, path: str | Path, *, mime_type: str | None = None) -> FilePart:
+        import mimetypes  # lazy: it imports urllib, which `import lovia` should not pay for
+
         p = Path(path)
         mime = mime_type or mimetypes.guess_type(p.name)[0]
         if not mime:
