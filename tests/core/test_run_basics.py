@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from lovia import Agent, RunContext, Runner, tool
 from lovia.exceptions import MaxTurnsExceeded, UserError
-from lovia.messages import Message, Usage, system, user
+from lovia.messages import AssistantTurn, Message, Usage, system, user
 from lovia.testing import ScriptedProvider, call, text
 from lovia.transcript import (
     AssistantTextEntry,
@@ -280,3 +280,13 @@ async def test_scripted_provider_reports_unused_steps() -> None:
     assert len(provider.unused_steps) == 1
     with pytest.raises(AssertionError, match="1 unused step"):
         provider.assert_consumed()
+
+
+async def test_a_paused_turn_is_continued_not_taken_as_the_answer() -> None:
+    provider = ScriptedProvider(
+        [AssistantTurn(content="Searching", finish_reason="pause_turn"), text(" and done.")]
+    )
+    result = await Runner.run(Agent(name="a", model=provider), "go")
+    assert result.output == " and done."
+    assert result.turns == 2
+    assert len(provider.calls) == 2

@@ -271,6 +271,11 @@ class RunLoop(Generic[T]):
                     yield handoff
                 yield TurnEnded(agent, state.turn)
                 continue
+            if state.finish_reason == "pause_turn":
+                # The server paused a long turn (Anthropic server tools): sending the partial
+                # reply back is how the vendor continues it, so it is not a final answer.
+                yield TurnEnded(agent, state.turn)
+                continue
             done, output = await self._final_output(state, entries)
             if not done:
                 yield TurnEnded(agent, state.turn)
