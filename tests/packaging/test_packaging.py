@@ -35,6 +35,7 @@ DISTS = [
 CORE_TEST_DEPS = [
     "pytest",
     "pytest-asyncio",
+    "pytest-timeout",
     "openai",
     "anthropic",
     "llmock",
