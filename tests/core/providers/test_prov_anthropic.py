@@ -286,3 +286,67 @@ async def test_a_stream_without_message_stop_is_a_truncation() -> None:
             ev("content_block_start", index=0, content_block={"type": "text", "text": ""}),
         )
     assert info.value.retryable and "ended before" in str(info.value)
+
+
+def test_provider_options_read_claude_then_anthropic_and_none_removes() -> None:
+    settings = ModelSettings(
+        max_tokens=10,
+        provider_options={
+            "claude": {"top_k": 5, "metadata": {"user_id": "u"}, "max_tokens": 20},
+            "anthropic": {"top_k": 7, "stream": None},
+            "openai": {"seed": 1},
+        },
+    )
+    body = gateway().build_request([InputEntry("user", "q")], settings=settings)
+    assert (body["top_k"], body["metadata"], body["max_tokens"]) == (7, {"user_id": "u"}, 20)
+    assert "stream" not in body and "seed" not in body
+
+
+def test_official_dialect_overrides_the_host() -> None:
+    view = THINKING_VIEW
+    settings = ModelSettings(temperature=0.5)
+    strict_gateway = gateway(official_dialect=True).build_request(view, settings=settings)
+    assert "temperature" not in strict_gateway
+    assert [b["type"] for b in strict_gateway["messages"][1]["content"]] == ["tool_use"]
+    loose_official = AnthropicProvider("c", api_key="k", official_dialect=False).build_request(
+        view, settings=settings
+    )
+    assert loose_official["temperature"] == 0.5
+    assert [b["type"] for b in loose_official["messages"][1]["content"]] == [
+        "thinking",
+        "redacted_thinking",
+        "tool_use",
+    ]
+
+
+def test_parallel_tool_calls_off_disables_parallel_tool_use() -> None:
+    p = gateway()
+    off = p.build_request(
+        [InputEntry("user", "q")],
+        tools=[weather_tool()],
+        settings=ModelSettings(parallel_tool_calls=False),
+    )
+    assert off["tool_choice"] == {"type": "auto", "disable_parallel_tool_use": True}
+    on = p.build_request(
+        [InputEntry("user", "q")], tools=[weather_tool()], settings=ModelSettings()
+    )
+    assert "tool_choice" not in on
+
+
+async def test_an_owned_client_uses_the_providers_timeout_and_trust_env() -> None:
+    p = gateway(timeout=12.5, trust_env=True)
+    client = p._http()
+    try:
+        assert client.timeout.read == 12.5 and client.trust_env is True
+    finally:
+        await p.aclose()
+    assert client.is_closed
+
+
+async def test_a_reply_cut_by_the_context_window_finishes_as_length() -> None:
+    turn = await stream_of(
+        ev("message_start", message={"usage": {"input_tokens": 3}}),
+        ev("message_delta", delta={"stop_reason": "model_context_window_exceeded"}),
+        ev("message_stop"),
+    )
+    assert turn.finish == "length"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from lovia.providers.anthropic import AnthropicProvider
@@ -14,6 +15,7 @@ from lovia.providers.base import (
 )
 from lovia.providers.discovery import discover_window, table_window, window_from_models_payload
 from lovia.providers.openai_chat import OpenAIChatProvider
+from lovia.providers.openai_responses import OpenAIResponsesProvider
 
 from .prov_http_server import json_server
 
@@ -77,6 +79,18 @@ async def test_probe_is_memoised_including_misses_and_outlives_the_provider() ->
         assert server.hits == ["/v1/models", "/v1/models"]
 
 
+async def test_the_responses_adapter_shares_the_chat_adapters_memo() -> None:
+    routes = {"/v1/models": (200, {"data": [{"id": "m", "max_model_len": 4096}]})}
+    async with json_server(routes) as server:
+        chat = OpenAIChatProvider("m", base_url=server.url + "/v1")
+        responses = OpenAIResponsesProvider("m", base_url=server.url + "/v1/")
+        assert await chat.discover_context_window() == 4096
+        assert await responses.discover_context_window() == 4096
+        assert server.hits == ["/v1/models"]  # one endpoint, one model: one probe
+    official = OpenAIResponsesProvider("gpt-5", api_key="k")
+    assert await official.discover_context_window() is None
+
+
 async def test_concurrent_probes_share_one_request() -> None:
     routes = {"/v1/models": (200, {"data": [{"id": "m", "context_length": 9000}]})}
     async with json_server(routes, hold=True) as server:
@@ -100,9 +114,25 @@ async def test_failures_fail_open_and_redirects_are_followed() -> None:
     assert await discover_window("http://127.0.0.1:1", "m", {}) is None  # nothing listens there
 
 
-async def test_the_official_openai_api_is_never_probed() -> None:
-    # the suite refuses non-loopback sockets: a probe would fail loudly, not return None quietly
-    assert await OpenAIChatProvider("gpt-4o", api_key="k").discover_context_window() is None
+async def test_the_official_openai_api_is_never_probed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A local server stands in as the proxy for every host, so any probe is seen (a failed
+    # probe would otherwise look exactly like "not asked": both answer None).
+    routes: dict[str, tuple[int, Any]] = {
+        "http://models.example.test/v1/models": (200, {"data": []})
+    }
+    async with json_server(routes) as proxy:
+        monkeypatch.setenv("LOVIA_PROVIDER_TRUST_ENV", "1")
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        for base_url in (None, "https://eu.api.openai.com/v1"):
+            official = OpenAIChatProvider("gpt-4o", api_key="k", base_url=base_url)
+            assert await official.discover_context_window() is None
+        assert proxy.hits == []
+        other = OpenAIChatProvider("gpt-4o", base_url="http://models.example.test/v1")
+        assert await other.discover_context_window() is None
+        assert proxy.hits == ["http://models.example.test/v1/models"]  # the probe is visible
 
 
 async def test_anthropic_reads_max_input_tokens() -> None:

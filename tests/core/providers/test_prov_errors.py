@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import httpx
 import pytest
 from lovia.exceptions import ContextOverflowError, ProviderError
 from lovia.providers.errors import (
     error_from_response,
+    error_from_transport,
     is_context_overflow,
     parse_retry_after,
     reported_window_of,
@@ -20,13 +22,13 @@ def err(status: int, body: object, headers: dict[str, str] | None = None) -> Pro
     return error_from_response(status, text, headers, vendor="openai", model="m")
 
 
-@pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504, 529])
+@pytest.mark.parametrize("status", [408, 429, 500, 502, 503, 504, 529])
 def test_retryable_statuses(status: int) -> None:
     e = err(status, {"error": {"message": "x"}})
     assert e.retryable and e.status_code == status and e.hint
 
 
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 422])
 def test_other_4xx_are_final(status: int) -> None:
     e = err(status, {"error": {"message": "nope"}})
     assert not e.retryable and e.retry_after is None
@@ -115,6 +117,36 @@ OVERFLOWS = [
         "The input (9000 tokens) is longer than the model's context length of 8,192 tokens.",
         8192,
     ),
+    (  # Mistral
+        400,
+        {
+            "object": "error",
+            "message": "Prompt contains 40000 tokens and 0 draft tokens, too large for model "
+            "with 32768 maximum context length",
+        },
+        32768,
+    ),
+    (  # Gemini's OpenAI-compatible endpoint
+        400,
+        [
+            {
+                "error": {
+                    "message": "The input token count (1200000) exceeds the maximum number of "
+                    "tokens allowed (1048576)."
+                }
+            }
+        ],
+        1_048_576,
+    ),
+    (  # Hugging Face TGI
+        422,
+        {
+            "error": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. "
+            "Given: 5000 `inputs` tokens and 20 `max_new_tokens`",
+            "error_type": "validation",
+        },
+        4096,
+    ),
 ]
 
 
@@ -154,10 +186,16 @@ def test_implausible_numbers_are_rejected_and_the_smallest_anchor_wins() -> None
     )
 
 
-def test_a_plain_400_is_not_an_overflow() -> None:
-    assert not isinstance(
-        err(400, {"error": {"message": "Invalid value for 'temperature'"}}), ContextOverflowError
-    )
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Invalid value for 'temperature'",
+        "max_tokens: 100000 > 64000, which is the maximum allowed number of output tokens",
+        "max_tokens is too large: 10000. This model supports at most 4096 completion tokens",
+    ],
+)
+def test_a_plain_400_is_not_an_overflow(message: str) -> None:
+    assert not isinstance(err(400, {"error": {"message": message}}), ContextOverflowError)
 
 
 def test_errors_inside_a_stream() -> None:
@@ -181,6 +219,44 @@ def test_errors_inside_a_stream() -> None:
     assert not bad.retryable
 
 
+@pytest.mark.parametrize(
+    ("payload", "status", "retryable"),
+    [
+        ({"error": {"message": "slow down", "code": 429}}, 429, True),
+        ({"error": {"message": "upstream died", "code": "503"}}, 503, True),
+        ({"object": "error", "message": "bad request", "code": 400}, 400, False),
+        ({"error": {"message": "x", "code": "invalid_prompt"}}, None, False),
+    ],
+)
+def test_a_status_inside_a_stream_error_classifies_it(
+    payload: dict[str, object], status: int | None, retryable: bool
+) -> None:
+    e = stream_error(payload, vendor="openai", model="m")
+    assert (e.status_code, e.retryable) == (status, retryable)
+
+
 def test_non_json_error_bodies_are_quoted() -> None:
     e = err(502, "<html><body>Bad gateway</body></html>")
     assert e.retryable and "Bad gateway" in str(e)
+
+
+def test_a_redirect_names_the_fix() -> None:
+    e = err(301, "")
+    assert not e.retryable and "base_url" in (e.hint or "")
+
+
+def test_tls_verification_failures_are_final_and_point_at_the_ca_settings() -> None:
+    failure = httpx.ConnectError(
+        "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate"
+    )
+    e = error_from_transport(failure, vendor="openai", model="m")
+    assert not e.retryable and "LOVIA_HTTP_CA_BUNDLE" in (e.hint or "")
+    refused = error_from_transport(httpx.ConnectError("connection refused"), vendor="x", model="m")
+    assert refused.retryable and "base_url" in (refused.hint or "")
+
+
+def test_a_404_hint_names_each_vendors_url_convention() -> None:
+    chat = error_from_response(404, "", vendor="openai", model="m")
+    claude = error_from_response(404, "", vendor="anthropic", model="c")
+    assert "/v1" in (chat.hint or "") and "without /v1" in (claude.hint or "")
+    assert (claude.hint or "").endswith("appends /v1/messages)")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ssl
+from pathlib import Path
 
 import certifi
 import pytest
+from lovia.exceptions import UserError
 from lovia.http_config import (
     DEFAULT_TIMEOUT,
     make_async_client,
@@ -80,6 +82,21 @@ def test_verification_order(monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_verify(True) is not False  # explicit beats the environment
     ctx = ssl.create_default_context()
     assert resolve_verify(ctx) is ctx
+
+
+@pytest.mark.parametrize("content", [None, "not a certificate\n"], ids=["missing", "garbage"])
+def test_an_unusable_ca_bundle_is_a_user_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, content: str | None
+) -> None:
+    bundle = tmp_path / "ca.pem"
+    if content is not None:
+        bundle.write_text(content)
+    monkeypatch.setenv("LOVIA_HTTP_CA_BUNDLE", str(bundle))
+    with pytest.raises(UserError) as info:
+        resolve_verify()
+    assert str(bundle) in str(info.value) and "LOVIA_HTTP_CA_BUNDLE" in (info.value.hint or "")
+    with pytest.raises(UserError):
+        make_async_client(verify=str(bundle))
 
 
 async def test_client_settings_and_socks_proxies_are_ignored(

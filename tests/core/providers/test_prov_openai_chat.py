@@ -11,6 +11,7 @@ import pytest
 from lovia.events import TextDelta
 from lovia.exceptions import ProviderError, UserError
 from lovia.parts import FilePart, ImagePart, TextPart
+from lovia.providers.anthropic import AnthropicProvider
 from lovia.providers.base import ModelSettings
 from lovia.providers.openai_chat import OpenAIChatProvider
 from lovia.transcript import (
@@ -31,7 +32,12 @@ HI = [InputEntry("user", "hi")]
 
 @pytest.fixture(autouse=True)
 def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LOVIA_PROVIDER_TIMEOUT"):
+    for var in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "LOVIA_PROVIDER_TIMEOUT",
+        "LOVIA_PROVIDER_TRUST_ENV",
+    ):
         monkeypatch.delenv(var, raising=False)
 
 
@@ -104,6 +110,22 @@ async def test_extra_headers_never_override_an_explicit_key() -> None:
     assert seen[1].headers["authorization"] == "Bearer gw"
     assert seen[0].url == httpx.URL(LOCAL + "/chat/completions")
     await client.aclose()
+
+
+async def test_extra_headers_beat_a_key_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "ambient")
+    seen: list[httpx.Request] = []
+    client = replay_client(sse(chunk({"content": "x"}, "stop")), seen=seen)
+    headers = {"Authorization": "Bearer gw"}
+    for key in (None, "mine"):
+        p = OpenAIChatProvider(
+            "m", api_key=key, base_url=LOCAL, client=client, default_headers=headers
+        )
+        [d async for d in p.stream(HI)]
+    await client.aclose()
+    assert [r.headers.get_list("authorization") for r in seen] == [["Bearer gw"], ["Bearer mine"]]
 
 
 def test_provider_options_merge_in_order_and_none_removes() -> None:
@@ -241,6 +263,36 @@ async def test_stream_deltas_usage_and_cached_tokens() -> None:
     )
 
 
+async def test_parallel_calls_that_share_index_0_stay_separate() -> None:
+    def call(call_id: str | None, name: str | None, arguments: str) -> dict[str, Any]:
+        fn: dict[str, Any] = {"arguments": arguments}
+        if name:
+            fn["name"] = name
+        tc: dict[str, Any] = {"index": 0, "function": fn}
+        if call_id:
+            tc["id"] = call_id
+        return chunk({"tool_calls": [tc]})
+
+    body = sse(  # Ollama numbers every parallel call 0; llama.cpp repeats id and name
+        call("a", "f", '{"x"'),
+        call(None, None, ":1}"),
+        call("b", "g", '{"y":2}'),
+        call("c", "f", "{"),
+        call("c", "f", "}"),
+        chunk(finish="tool_calls"),
+    )
+    client = replay_client(body)
+    turn = assemble(
+        [d async for d in OpenAIChatProvider("m", base_url=LOCAL, client=client).stream(HI)]
+    )
+    await client.aclose()
+    assert turn.calls == {
+        0: {"id": "a", "name": "f", "arguments": '{"x":1}'},
+        1: {"id": "b", "name": "g", "arguments": '{"y":2}'},
+        2: {"id": "c", "name": "f", "arguments": "{}"},
+    }
+
+
 async def test_a_missing_call_id_gets_one() -> None:
     client = replay_client(
         sse(
@@ -337,6 +389,15 @@ def test_tools_use_the_tool_schema_and_parallel_flag_needs_tools() -> None:
     )
 
 
+def test_a_lone_stop_string_is_one_sequence() -> None:
+    settings = ModelSettings(stop="END")  # type: ignore[arg-type]  # a common user mistake
+    assert OpenAIChatProvider("m", base_url=LOCAL).build_request(HI, settings=settings)["stop"] == [
+        "END"
+    ]
+    anthropic = AnthropicProvider("claude-x", base_url="http://127.0.0.1:9")
+    assert anthropic.build_request(HI, settings=settings)["stop_sequences"] == ["END"]
+
+
 class TrackedStream(httpx.AsyncByteStream):
     """A response body that records whether the adapter released it."""
 
@@ -367,3 +428,15 @@ async def test_stopping_early_releases_the_response() -> None:
         assert first == TextDelta("a") and not body.closed
         await stream.aclose()  # type: ignore[attr-defined]
         assert body.closed
+
+
+async def test_an_owned_client_uses_the_providers_timeout_and_trust_env() -> None:
+    p = OpenAIChatProvider("m", base_url=LOCAL, timeout=7.0, trust_env=True)
+    client = p._http()
+    try:
+        assert client.timeout.read == 7.0 and client.trust_env is True
+    finally:
+        await p.aclose()
+    default = OpenAIChatProvider("m", base_url=LOCAL)
+    assert default._http().trust_env is False and default._http().timeout.read == 300.0
+    await default.aclose()

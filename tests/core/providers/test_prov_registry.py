@@ -199,6 +199,24 @@ def test_entry_points_load_lazily_and_cannot_shadow_builtins(
     assert "echo" in registry.registered_prefixes()
 
 
+def test_an_entry_point_that_fails_to_load_is_a_user_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _install_distribution(
+        tmp_path,
+        monkeypatch,
+        {
+            "ghost": "lovia_test_thirdparty:MISSING",
+            "gone": "lovia_test_no_such_module:make",
+        },
+        THIRD_PARTY,
+    )
+    for spec in ("ghost:m", "gone:m"):
+        with pytest.raises(UserError, match="failed to load") as info:
+            provider_from_string(spec)
+        assert "entry point" in (info.value.hint or "")
+
+
 def test_model_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(UserError) as info:
         model_from_env()

@@ -53,6 +53,12 @@ def test_done_stops_the_stream() -> None:
     assert events == [SSEEvent(None, "1")] and parser.done and parser.events_seen == 1
 
 
+@pytest.mark.parametrize("done", [b"data: [DONE] ", b"data:[DONE]", b"data:  [DONE]\t"])
+def test_done_tolerates_stray_whitespace(done: bytes) -> None:
+    events, parser = parse(b"data: 1\n\n" + done + b"\n\ndata: 2\n\n")
+    assert events == [SSEEvent(None, "1")] and parser.done
+
+
 def test_a_final_event_without_its_blank_line_still_counts() -> None:
     events, parser = parse(b"data: last")
     assert events == [SSEEvent(None, "last")] and not parser.done

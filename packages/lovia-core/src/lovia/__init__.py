@@ -145,9 +145,9 @@ if TYPE_CHECKING:  # for type checkers only; never executed
     from lovia.exceptions import ToolError as ToolError
     from lovia.exceptions import UserError as UserError
     from lovia.guardrails import GuardrailFn as GuardrailFn
+    from lovia.guardrails import GuardrailVerdict as GuardrailVerdict
     from lovia.handoff import Handoff as Handoff
     from lovia.handoff import agent_as_tool as agent_as_tool
-    from lovia.guardrails import GuardrailVerdict as GuardrailVerdict
     from lovia.hooks import AgentHooks as AgentHooks
     from lovia.log import enable_logging as enable_logging
     from lovia.messages import Message as Message

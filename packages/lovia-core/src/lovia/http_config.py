@@ -10,7 +10,7 @@ Environment (an explicit argument always wins):
 Without either TLS variable, the system trust store is used through ``truststore`` when it is
 installed, else certifi's bundle. SOCKS proxies in the environment are ignored (they would
 need an extra dependency and usually belong to another tool). httpx is imported only by
-``make_async_client``.
+``make_async_client`` and ``prepare_http`` (which async callers run in a worker thread).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TIMEOUT",
     "make_async_client",
+    "prepare_http",
     "resolve_timeout",
     "resolve_trust_env",
     "resolve_verify",
@@ -75,9 +76,18 @@ def _context_for(kind: str, path: str = "") -> ssl.SSLContext:
     import ssl
 
     if kind == "bundle":
-        if os.path.isdir(path):
-            return ssl.create_default_context(capath=path)
-        return ssl.create_default_context(cafile=path)
+        try:
+            if os.path.isdir(path):
+                return ssl.create_default_context(capath=path)
+            return ssl.create_default_context(cafile=path)
+        except OSError as exc:  # a missing file, or one that holds no certificate
+            from .exceptions import UserError
+
+            raise UserError(
+                f"cannot load the CA bundle {path!r}: {exc}",
+                hint="point LOVIA_HTTP_CA_BUNDLE (or verify=) at a readable PEM file or "
+                "certificate directory",
+            ) from exc
     if kind == "truststore":
         import truststore
 
@@ -143,6 +153,17 @@ def _env_proxy_mounts() -> dict[str, Any]:
         mounts[f"all://{host.lstrip('.')}"] = None
         mounts[f"all://*.{host.lstrip('.')}"] = None
     return mounts
+
+
+def prepare_http() -> None:
+    """Import httpx and build the default TLS context (both cached for the process).
+
+    Both block for tens to hundreds of milliseconds the first time, so async code runs this
+    through ``asyncio.to_thread`` before its first ``make_async_client`` call.
+    """
+    import httpx  # noqa: F401  # the import itself is the point
+
+    resolve_verify()
 
 
 def make_async_client(

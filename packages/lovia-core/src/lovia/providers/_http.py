@@ -7,7 +7,7 @@ checks and translating httpx errors (``errors.py``) at the seam.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from json.scanner import make_scanner
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -24,14 +24,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "StreamDecoder",
+    "count_of",
     "host_of",
     "merge_headers",
     "merge_options",
     "parse_json_event",
     "post_sse",
+    "stop_list",
     "stream_deltas",
     "truncated",
 ]
+
+_HEAD_LIMIT = 65_536
+"""Bytes of a non-stream body kept for the error message."""
 
 
 def host_of(base_url: str) -> str:
@@ -90,7 +95,7 @@ async def post_sse(
     try:
         async with client.stream("POST", url, content=content, headers=send_headers) as response:
             if response.status_code >= 300:
-                raw = await response.aread()
+                raw = await _read_head(response)
                 raise error_from_response(
                     response.status_code,
                     raw.decode("utf-8", "replace"),
@@ -110,9 +115,10 @@ async def post_sse(
                     "OpenAI-compatible servers usually end in /v1",
                 )
             if "application/json" in ctype:
-                raw = await response.aread()
+                raw = await _read_head(response)
                 _raise_for_json_reply(raw, vendor=vendor, model=model, status=response.status_code)
             first = True
+            head = b""  # the opening bytes, kept until an event arrives (see below)
             async for chunk in response.aiter_bytes():
                 if first and chunk.lstrip()[:9].lower().startswith((b"<!doctype", b"<html")):
                     raise ProviderError(
@@ -124,6 +130,8 @@ async def post_sse(
                         "check the URL and any proxy",
                     )
                 first = first and not chunk.strip()
+                if not parser.events_seen and len(head) < _HEAD_LIMIT:
+                    head += chunk
                 events = parser.feed(chunk)
                 if events:
                     yield events
@@ -132,8 +140,32 @@ async def post_sse(
             tail = parser.close()
             if tail:
                 yield tail
+            elif not parser.events_seen and head.lstrip()[:1] == b"{":
+                # A JSON body under a wrong content type (some gateways send their errors so):
+                # report what it says rather than an anonymous truncation.
+                _raise_for_json_reply(head, vendor=vendor, model=model, status=response.status_code)
+            elif not parser.events_seen and head.lstrip()[:1] == b"<":
+                raise ProviderError(
+                    f"{vendor} sent markup instead of an event stream (model {model!r}): "
+                    f"{head.strip()[:200]!r}",
+                    vendor=vendor,
+                    model=model,
+                    status_code=response.status_code,
+                    hint="base_url points at a web page or proxy, not the API; "
+                    "check the URL and any proxy",
+                )
     except httpx.HTTPError as exc:
         raise error_from_transport(exc, vendor=vendor, model=model) from exc
+
+
+async def _read_head(response: httpx.Response) -> bytes:
+    """At most ``_HEAD_LIMIT`` bytes of a body we only quote (a hostile server may not stop)."""
+    head = b""
+    async for chunk in response.aiter_bytes():
+        head += chunk
+        if len(head) >= _HEAD_LIMIT:
+            break
+    return head[:_HEAD_LIMIT]
 
 
 class StreamDecoder(Protocol):
@@ -144,7 +176,9 @@ class StreamDecoder(Protocol):
         """The vendor's end-of-message event arrived: stop reading."""
         ...
 
-    def handle(self, event: SSEEvent, out: list[ModelDelta]) -> None: ...
+    def handle(self, event: SSEEvent, out: list[ModelDelta]) -> None:
+        """Append the deltas of one event to ``out`` (raise ``ProviderError`` for an error)."""
+        ...
 
     def finish(self, parser: SSEParser) -> ModelDelta:
         """The closing ``FinishDelta``; raises the retryable truncation error if incomplete."""
@@ -167,14 +201,29 @@ async def stream_deltas(
     batches = post_sse(client, url, body, headers, vendor=vendor, model=model, parser=parser)
     async with aclosing(batches):  # release the connection even when we stop early
         async for events in batches:
-            for event in events:
-                decoder.handle(event, out)
+            try:
+                for event in events:
+                    decoder.handle(event, out)
+            except (AttributeError, TypeError, KeyError, IndexError) as exc:
+                # Valid JSON of the wrong shape: the endpoint speaks another dialect.
+                raise _unexpected_shape(event, exc, vendor=vendor, model=model) from exc
             for delta in out:
                 yield delta
             out.clear()
             if decoder.complete:
                 break
     yield decoder.finish(parser)
+
+
+def _unexpected_shape(event: SSEEvent, exc: Exception, *, vendor: str, model: str) -> ProviderError:
+    return ProviderError(
+        f"{vendor} sent a stream chunk of an unexpected shape (model {model!r}): "
+        f"{event.data[:200]!r} ({type(exc).__name__}: {exc})",
+        vendor=vendor,
+        model=model,
+        hint=f"the endpoint does not speak the {vendor} streaming format; "
+        "check base_url and the provider prefix",
+    )
 
 
 def _raise_for_json_reply(raw: bytes, *, vendor: str, model: str, status: int) -> None:
@@ -216,6 +265,18 @@ def parse_json_event(data: str, *, vendor: str, model: str) -> Any:
             hint="the stream was corrupted in transit; "
             "the partial turn is discarded and the call is retried",
         ) from exc
+
+
+def stop_list(stop: Sequence[str] | str) -> list[str]:
+    """``ModelSettings.stop`` as a list; a lone string is one sequence, not its characters."""
+    return [stop] if isinstance(stop, str) else list(stop)
+
+
+def count_of(value: Any) -> int:
+    """A token count from a usage payload: a non-negative int, else 0 (gateways send junk)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return 0
 
 
 def truncated(vendor: str, model: str, *, empty: bool) -> ProviderError:

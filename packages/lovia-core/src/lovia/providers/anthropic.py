@@ -22,6 +22,7 @@ Mapping rules:
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -42,7 +43,16 @@ from ..transcript import (
     ToolResultEntry,
     TranscriptEntry,
 )
-from ._http import host_of, merge_headers, merge_options, parse_json_event, stream_deltas, truncated
+from ._http import (
+    count_of,
+    host_of,
+    merge_headers,
+    merge_options,
+    parse_json_event,
+    stop_list,
+    stream_deltas,
+    truncated,
+)
 from .base import (
     EntryCompletedDelta,
     FinishDelta,
@@ -72,6 +82,7 @@ _FINISH = {
     "max_tokens": "length",
     "refusal": "content_filter",
     "pause_turn": "pause_turn",
+    "model_context_window_exceeded": "length",
 }
 _OFFICIAL_HOST = "api.anthropic.com"
 
@@ -125,7 +136,9 @@ class AnthropicProvider:
         base_headers = {"anthropic-version": anthropic_version}
         if key:
             base_headers["x-api-key"] = key
-        self._headers = merge_headers(base_headers, extra, protected=("x-api-key",))
+        # An api_key= argument beats default_headers; a key from the environment does not.
+        protected = ("x-api-key",) if api_key is not None else ()
+        self._headers = merge_headers(base_headers, extra, protected=protected)
         # Claude models all accept images; gateways in front of them do too.
         self.supports_vision = True if supports_vision is None else supports_vision
         self.default_max_tokens = default_max_tokens
@@ -205,7 +218,7 @@ class AnthropicProvider:
             if s.top_p is not None:
                 body["top_p"] = s.top_p
         if s.stop is not None:
-            body["stop_sequences"] = list(s.stop)
+            body["stop_sequences"] = stop_list(s.stop)
         return merge_options(body, options)
 
     def _messages(
@@ -319,6 +332,10 @@ class AnthropicProvider:
             entries, tools=tools, response_format=response_format, settings=settings
         )
         decoder = MessagesStreamDecoder(self.model)
+        if self._client is None:  # first call: keep httpx's import and TLS setup off the loop
+            from ..http_config import prepare_http
+
+            await asyncio.to_thread(prepare_http)
         deltas = stream_deltas(
             self._http(),
             self.base_url + "/v1/messages",
@@ -343,6 +360,11 @@ def _thinking_block(e: ReasoningEntry) -> dict[str, Any] | None:
     if isinstance(signature, str) and signature:
         return {"type": "thinking", "thinking": e.content, "signature": signature}
     return None
+
+
+def _text(value: Any) -> str:
+    """A text field of a stream event; anything but a string (``null`` included) is empty."""
+    return value if isinstance(value, str) else ""
 
 
 def _tool_input(arguments: str) -> dict[str, Any]:
@@ -447,14 +469,16 @@ class MessagesStreamDecoder:
         read = usage.get("cache_read_input_tokens")
         write = usage.get("cache_creation_input_tokens")
         if read is not None:
-            u.cache_read_tokens = read
+            u.cache_read_tokens = count_of(read)
         if write is not None:
-            u.cache_write_tokens = write
+            u.cache_write_tokens = count_of(write)
         if usage.get("input_tokens") is not None:
             # input_tokens excludes cached tokens; Usage.input_tokens is the full prompt
-            u.input_tokens = usage["input_tokens"] + u.cache_read_tokens + u.cache_write_tokens
+            u.input_tokens = (
+                count_of(usage["input_tokens"]) + u.cache_read_tokens + u.cache_write_tokens
+            )
         if usage.get("output_tokens") is not None:
-            u.output_tokens = usage["output_tokens"]
+            u.output_tokens = count_of(usage["output_tokens"])
         out.append(UsageDelta(u.copy()))
 
     def _start(self, obj: dict[str, Any], out: list[ModelDelta]) -> None:
@@ -463,22 +487,18 @@ class MessagesStreamDecoder:
         kind = block.get("type")
         if kind == "text":
             self._blocks[index] = ["text", "", "", None, False]
-            if block.get("text"):
-                out.append(TextDelta(block["text"]))
+            text = _text(block.get("text"))
+            if text:
+                out.append(TextDelta(text))
         elif kind == "thinking":
-            self._blocks[index] = [
-                "thinking",
-                block.get("thinking") or "",
-                block.get("signature") or "",
-                None,
-                False,
-            ]
-            if block.get("thinking"):
-                out.append(ReasoningDelta(block["thinking"]))
+            thinking = _text(block.get("thinking"))
+            self._blocks[index] = ["thinking", thinking, _text(block.get("signature")), None, False]
+            if thinking:
+                out.append(ReasoningDelta(thinking))
         elif kind == "redacted_thinking":
             self._blocks[index] = ["redacted", "", "", None, False]
             entry = ReasoningEntry(
-                "", provider="anthropic", metadata={"redacted": block.get("data", "")}
+                "", provider="anthropic", metadata={"redacted": _text(block.get("data"))}
             )
             out.append(EntryCompletedDelta(entry))
         elif kind == "tool_use":
@@ -496,20 +516,23 @@ class MessagesStreamDecoder:
         kind = delta.get("type")
         state = self._blocks.get(obj.get("index", -1))
         if kind == "text_delta":
-            out.append(TextDelta(delta.get("text", "")))
+            text = _text(delta.get("text"))
+            if text:
+                out.append(TextDelta(text))
         elif kind == "input_json_delta":
             if state is not None and state[0] == "tool":
                 state[4] = True
-                fragment = delta.get("partial_json", "")
+                fragment = _text(delta.get("partial_json"))
                 if fragment:
                     out.append(ToolCallDelta(state[3], arguments=fragment))
         elif kind == "thinking_delta":
-            text = delta.get("thinking", "")
+            text = _text(delta.get("thinking"))
             if state is not None:
                 state[1] += text
-            out.append(ReasoningDelta(text))
+            if text:
+                out.append(ReasoningDelta(text))
         elif kind == "signature_delta" and state is not None:
-            state[2] += delta.get("signature", "")
+            state[2] += _text(delta.get("signature"))
 
     def _stop(self, obj: dict[str, Any], out: list[ModelDelta]) -> None:
         state = self._blocks.get(obj.get("index", -1))

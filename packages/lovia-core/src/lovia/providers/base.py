@@ -155,6 +155,8 @@ class TokenEstimator(Protocol):
 
 @runtime_checkable
 class VisionCapable(Protocol):
+    """A provider that says whether its model accepts images (see ``supports_vision``)."""
+
     supports_vision: bool
 
 

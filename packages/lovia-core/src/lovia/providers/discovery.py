@@ -113,9 +113,10 @@ def window_from_models_payload(payload: Any, model: str) -> int | None:
 
 
 async def _probe(models_url: str, model: str, headers: Mapping[str, str]) -> int | None:
-    from ..http_config import make_async_client
+    from ..http_config import make_async_client, prepare_http
 
     try:
+        await asyncio.to_thread(prepare_http)  # httpx's import and TLS setup block
         async with make_async_client(timeout=PROBE_TIMEOUT, follow_redirects=True) as client:
             response = await client.get(models_url, headers=dict(headers))
             if response.status_code != 200:

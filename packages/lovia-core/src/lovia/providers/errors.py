@@ -51,11 +51,16 @@ _OVERFLOW_NEEDLES = (
     "input tokens exceed",
     "max_model_len",
     "request_too_large",
+    "input token count",
+    "`inputs` tokens",
+    "`inputs` must have less than",
 )
 _RATE_LIMIT_NEEDLES = ("rate limit", "rate_limit", "per minute", "per min", "tpm", "rpm", "quota")
 
 # Numbers that state a window: "maximum context length is 8192", "> 200000 maximum",
-# "context window of 32768", "n_ctx: 4096", "max_model_len=2048", "limit of 16385 tokens".
+# "context window of 32768", "n_ctx: 4096", "max_model_len=2048", "limit of 16385 tokens",
+# Mistral's "32768 maximum context length", Gemini's "maximum number of tokens allowed
+# (1048576)", TGI's "must be <= 4096" / "must have less than 4096 tokens".
 _WINDOW_PATTERNS = tuple(
     re.compile(p, re.IGNORECASE)
     for p in (
@@ -68,6 +73,10 @@ _WINDOW_PATTERNS = tuple(
         r"max_model_len\"?\s*[:=]?\s*(\d+)",
         r"limit (?:of|is)\s*(\d[\d,]*)\s*(?:input\s+)?tokens",
         r"model(?:'s)? (?:context )?limit (?:of|is)\s*(\d[\d,]*)",
+        r"(\d[\d,]*)\s*maximum context length",
+        r"maximum number of tokens allowed\s*\(?(\d[\d,]*)",
+        r"`inputs` tokens \+ `max_new_tokens` must be <=\s*(\d[\d,]*)",
+        r"must have less than\s*(\d[\d,]*)\s*tokens",
     )
 )
 _MIN_WINDOW, _MAX_WINDOW = 256, 20_000_000
@@ -169,9 +178,16 @@ _HINTS = {
 }
 
 
-def _hint_for(status: int) -> str:
+def _hint_for(status: int, vendor: str) -> str:
+    if status == 404 and vendor == "anthropic":
+        return (
+            "check the model name and base_url (the host root, without /v1: the adapter "
+            "appends /v1/messages)"
+        )
     if status in _HINTS:
         return _HINTS[status]
+    if 300 <= status < 400:
+        return "the endpoint redirected; set base_url to the final URL (scheme, host and /v1)"
     if status >= 500:
         return "the provider failed or is overloaded; the call is retried"
     return "see the provider's error message above"
@@ -197,7 +213,7 @@ def error_from_response(
             status_code=status_code,
             hint=_OVERFLOW_HINT,
         )
-    retryable = status_code in (408, 409, 429) or status_code >= 500
+    retryable = status_code in (408, 429) or status_code >= 500
     return ProviderError(
         text,
         vendor=vendor,
@@ -205,8 +221,23 @@ def error_from_response(
         status_code=status_code,
         retryable=retryable,
         retry_after=parse_retry_after(headers) if retryable else None,
-        hint=_hint_for(status_code),
+        hint=_hint_for(status_code, vendor),
     )
+
+
+def _status_in(payload: Any) -> int | None:
+    """An HTTP status stated inside an error object (``code: 429``, vLLM's ``code: 400``)."""
+    if not isinstance(payload, dict):
+        return None
+    for holder in (payload.get("error"), payload):
+        if isinstance(holder, dict):
+            for key in ("code", "status"):
+                value = holder.get(key)
+                if isinstance(value, str) and value.isdigit():
+                    value = int(value)
+                if isinstance(value, int) and not isinstance(value, bool) and 400 <= value < 600:
+                    return value
+    return None
 
 
 def stream_error(payload: Any, *, vendor: str, model: str) -> ProviderError:
@@ -221,7 +252,8 @@ def stream_error(payload: Any, *, vendor: str, model: str) -> ProviderError:
             model=model,
             hint=_OVERFLOW_HINT,
         )
-    retryable = any(
+    status = _status_in(payload)
+    retryable = (status is not None and (status in (408, 429) or status >= 500)) or any(
         n in lowered
         for n in ("overloaded", "server_error", "rate_limit", "timeout", "internal", "api_error")
     )
@@ -229,6 +261,7 @@ def stream_error(payload: Any, *, vendor: str, model: str) -> ProviderError:
         f"{vendor} sent an error in the stream for model {model!r}: {message}",
         vendor=vendor,
         model=model,
+        status_code=status,
         retryable=retryable,
         hint="the provider failed mid-stream; the partial turn is discarded"
         + (" and the call is retried" if retryable else ""),
@@ -236,7 +269,8 @@ def stream_error(payload: Any, *, vendor: str, model: str) -> ProviderError:
 
 
 def error_from_transport(exc: Exception, *, vendor: str, model: str) -> ProviderError:
-    """The error for an httpx transport failure (all retryable but invalid URLs)."""
+    """The error for an httpx transport failure (all retryable but invalid URLs and TLS
+    verification failures, which no retry can fix)."""
     import httpx
 
     if isinstance(exc, httpx.TimeoutException):
@@ -245,6 +279,15 @@ def error_from_transport(exc: Exception, *, vendor: str, model: str) -> Provider
         what, hint = (
             "dropped the connection",
             "the partial turn is discarded and the call is retried",
+        )
+    elif isinstance(exc, httpx.ConnectError) and "CERTIFICATE_VERIFY_FAILED" in str(exc):
+        return ProviderError(
+            f"{vendor}: TLS certificate verification failed (model {model!r}): {exc}",
+            vendor=vendor,
+            model=model,
+            retryable=False,
+            hint="point LOVIA_HTTP_CA_BUNDLE at your CA file (e.g. a corporate proxy's), "
+            "or install truststore to use the system store",
         )
     elif isinstance(exc, httpx.ConnectError):
         what, hint = "could not be reached", "check base_url and that the server is running"

@@ -14,8 +14,10 @@ message after each turn's tool results.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import json
 import os
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -34,7 +36,16 @@ from ..transcript import (
     ToolResultEntry,
     TranscriptEntry,
 )
-from ._http import host_of, merge_headers, merge_options, parse_json_event, stream_deltas, truncated
+from ._http import (
+    count_of,
+    host_of,
+    merge_headers,
+    merge_options,
+    parse_json_event,
+    stop_list,
+    stream_deltas,
+    truncated,
+)
 from .base import FinishDelta, ModelDelta, ModelSettings, ToolCallDelta, UsageDelta
 from .discovery import discover_window, is_official_openai_host, table_window
 from .errors import stream_error
@@ -105,7 +116,9 @@ class OpenAIChatProvider:
                 "for a compatible server set base_url= (or OPENAI_BASE_URL)",
             )
         base_headers = {"authorization": f"Bearer {key}"} if key else {}
-        self._headers = merge_headers(base_headers, extra, protected=("authorization",))
+        # An api_key= argument beats default_headers; a key from the environment does not.
+        protected = ("authorization",) if api_key is not None else ()
+        self._headers = merge_headers(base_headers, extra, protected=protected)
         self.supports_json_schema = (
             self.official_dialect if supports_json_schema is None else supports_json_schema
         )
@@ -175,7 +188,7 @@ class OpenAIChatProvider:
         if s.max_tokens is not None:
             body["max_completion_tokens" if self.official_dialect else "max_tokens"] = s.max_tokens
         if s.stop is not None:
-            body["stop"] = list(s.stop)
+            body["stop"] = stop_list(s.stop)
         if s.parallel_tool_calls is not None and tools:
             body["parallel_tool_calls"] = s.parallel_tool_calls
         return merge_options(body, s.options_for("openai", "openai-chat"))
@@ -291,6 +304,10 @@ class OpenAIChatProvider:
             entries, tools=tools, response_format=response_format, settings=settings
         )
         decoder = ChatStreamDecoder(self.model)
+        if self._client is None:  # first call: keep httpx's import and TLS setup off the loop
+            from ..http_config import prepare_http
+
+            await asyncio.to_thread(prepare_http)
         deltas = stream_deltas(
             self._http(),
             self.base_url + "/chat/completions",
@@ -318,17 +335,21 @@ def _decode_text(part: FilePart) -> str:
 class ChatStreamDecoder:
     """Chat Completions chunks to deltas (shared with the benchmark)."""
 
-    __slots__ = ("_ids", "_model", "_names", "complete", "finish_reason")
+    __slots__ = ("_given", "_model", "_names", "_slot_of", "_slots", "complete", "finish_reason")
 
     def __init__(self, model: str) -> None:
         self._model = model
         self.complete = False  # the stream ends with [DONE] (or the connection closing)
-        self._ids: dict[int, str] = {}
+        self._slot_of: dict[int, int] = {}  # wire index -> the tool slot it currently feeds
+        self._given: dict[int, str] = {}  # slot -> the call id the server gave it
+        self._slots: set[int] = set()  # every slot handed out
         self._names: set[int] = set()
         self.finish_reason: str | None = None
 
     def handle(self, event: SSEEvent, out: list[ModelDelta]) -> None:
         """Append the deltas of one event to ``out``."""
+        if event.event not in (None, "message", "error") and event.data[:1] not in ("{", "["):
+            return  # a named keep-alive (``event: ping``): Chat Completions has no such events
         obj = parse_json_event(event.data, vendor="openai", model=self._model)
         if not isinstance(obj, dict):
             obj = {"error": {"message": f"unexpected chunk {event.data[:200]!r}"}}
@@ -343,7 +364,7 @@ class ChatStreamDecoder:
                 if reasoning and isinstance(reasoning, str):
                     out.append(ReasoningDelta(reasoning))
                 content = delta.get("content")
-                if content:
+                if content and isinstance(content, str):
                     out.append(TextDelta(content))
                 tool_calls = delta.get("tool_calls")
                 if tool_calls:
@@ -357,28 +378,39 @@ class ChatStreamDecoder:
             out.append(
                 UsageDelta(
                     Usage(
-                        input_tokens=usage.get("prompt_tokens") or 0,
-                        output_tokens=usage.get("completion_tokens") or 0,
-                        cache_read_tokens=details.get("cached_tokens") or 0,
+                        input_tokens=count_of(usage.get("prompt_tokens")),
+                        output_tokens=count_of(usage.get("completion_tokens")),
+                        cache_read_tokens=count_of(details.get("cached_tokens")),
                     )
                 )
             )
 
     def _tool_calls(self, tool_calls: list[dict[str, Any]], out: list[ModelDelta]) -> None:
         for position, tc in enumerate(tool_calls):
-            index = tc.get("index")
-            if not isinstance(index, int):
-                index = position
+            wire = tc.get("index")
+            if not isinstance(wire, int):
+                wire = position
             fn = tc.get("function") or {}
+            given = tc.get("id") or None
+            index = self._slot_of.get(wire)
             call_id = None
-            if index not in self._ids:
-                call_id = tc.get("id") or f"call_{uuid.uuid4().hex[:24]}"
-                self._ids[index] = call_id
+            # A new id on a known index is a new call: Ollama and some gateways number every
+            # parallel call 0. The same id again (llama.cpp repeats it) continues the call.
+            if index is None or (given and self._given.get(index, given) != given):
+                index = wire if wire not in self._slots else max(self._slots) + 1
+                self._slots.add(index)
+                self._slot_of[wire] = index
+                call_id = str(given) if given else f"call_{uuid.uuid4().hex[:24]}"
+                if given:
+                    self._given[index] = call_id
             name = None
             if index not in self._names and fn.get("name"):
-                name = fn["name"]
+                name = str(fn["name"])
                 self._names.add(index)
-            out.append(ToolCallDelta(index, call_id, name, fn.get("arguments") or ""))
+            arguments = fn.get("arguments") or ""
+            if not isinstance(arguments, str):  # some gateways send the object itself
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            out.append(ToolCallDelta(index, call_id, name, arguments))
 
     def finish(self, parser: SSEParser) -> FinishDelta:
         """The final delta, or a retryable error when the stream was cut short."""

@@ -9,6 +9,7 @@ its ``encrypted_content`` so the next request can hand them back verbatim. Tool 
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
@@ -26,7 +27,15 @@ from ..transcript import (
     ToolResultEntry,
     TranscriptEntry,
 )
-from ._http import host_of, merge_headers, merge_options, parse_json_event, stream_deltas, truncated
+from ._http import (
+    count_of,
+    host_of,
+    merge_headers,
+    merge_options,
+    parse_json_event,
+    stream_deltas,
+    truncated,
+)
 from .base import (
     EntryCompletedDelta,
     FinishDelta,
@@ -35,7 +44,7 @@ from .base import (
     ToolCallDelta,
     UsageDelta,
 )
-from .discovery import is_official_openai_host, table_window
+from .discovery import discover_window, is_official_openai_host, table_window
 from .errors import stream_error
 from .openai_chat import DEFAULT_OPENAI_BASE_URL as _DEFAULT_BASE_URL
 from .sse import SSEEvent, SSEParser
@@ -84,7 +93,9 @@ class OpenAIResponsesProvider:
                 f"no API key for {self.host!r}", hint="set OPENAI_API_KEY or pass api_key="
             )
         base_headers = {"authorization": f"Bearer {key}"} if key else {}
-        self._headers = merge_headers(base_headers, extra, protected=("authorization",))
+        # An api_key= argument beats default_headers; a key from the environment does not.
+        protected = ("authorization",) if api_key is not None else ()
+        self._headers = merge_headers(base_headers, extra, protected=protected)
         self.supports_json_schema = True if supports_json_schema is None else supports_json_schema
         self.supports_vision = official if supports_vision is None else supports_vision
         self._timeout = timeout
@@ -111,6 +122,10 @@ class OpenAIResponsesProvider:
     def context_window(self) -> int | None:
         """The bundled window for this host and model, if known."""
         return table_window(self.host, self.model)
+
+    async def discover_context_window(self) -> int | None:
+        """Ask the endpoint's ``/models`` (never on the official API); fail-open, memoised."""
+        return await discover_window(self.base_url, self.model, self._headers)
 
     def build_request(
         self,
@@ -244,6 +259,10 @@ class OpenAIResponsesProvider:
             entries, tools=tools, response_format=response_format, settings=settings
         )
         decoder = ResponsesStreamDecoder(self.model)
+        if self._client is None:  # first call: keep httpx's import and TLS setup off the loop
+            from ..http_config import prepare_http
+
+            await asyncio.to_thread(prepare_http)
         deltas = stream_deltas(
             self._http(),
             self.base_url + "/responses",
@@ -286,15 +305,18 @@ class ResponsesStreamDecoder:
         if not isinstance(obj, dict):
             return
         kind = obj.get("type") or event.event
+        delta = obj.get("delta")
         if kind == "response.output_text.delta":
-            out.append(TextDelta(obj.get("delta", "")))
+            if delta and isinstance(delta, str):
+                out.append(TextDelta(delta))
         elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            out.append(ReasoningDelta(obj.get("delta", "")))
+            if delta and isinstance(delta, str):
+                out.append(ReasoningDelta(delta))
         elif kind == "response.function_call_arguments.delta":
             slot = self._slots.get(str(obj.get("item_id")))
-            if slot is not None and obj.get("delta"):
+            if slot is not None and delta and isinstance(delta, str):
                 self._args_seen.add(slot)
-                out.append(ToolCallDelta(slot, arguments=obj["delta"]))
+                out.append(ToolCallDelta(slot, arguments=delta))
         elif kind == "response.output_item.added":
             item = obj.get("item") or {}
             if item.get("type") == "function_call":
@@ -342,9 +364,9 @@ class ResponsesStreamDecoder:
             out.append(
                 UsageDelta(
                     Usage(
-                        input_tokens=usage.get("input_tokens") or 0,
-                        output_tokens=usage.get("output_tokens") or 0,
-                        cache_read_tokens=details.get("cached_tokens") or 0,
+                        input_tokens=count_of(usage.get("input_tokens")),
+                        output_tokens=count_of(usage.get("output_tokens")),
+                        cache_read_tokens=count_of(details.get("cached_tokens")),
                     )
                 )
             )

@@ -100,7 +100,13 @@ def _entry_point_factory(prefix: str) -> ProviderFactory | None:
     ep = eps.get(prefix)
     if ep is None:
         return None
-    obj = ep.load()
+    try:
+        obj = ep.load()
+    except (ImportError, AttributeError) as exc:
+        raise UserError(
+            f"entry point {ep.name!r} in group {_GROUP!r} ({ep.value}) failed to load: {exc}",
+            hint="reinstall the distribution that provides it, or check its entry point target",
+        ) from exc
     if not callable(obj):
         raise UserError(
             f"entry point {ep.name!r} in group {_GROUP!r} ({ep.value}) "

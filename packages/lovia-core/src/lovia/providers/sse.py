@@ -64,7 +64,7 @@ class SSEParser:
                 raw = data[0] if len(data) == 1 else b"\n".join(data)
                 data.clear()
                 event, self._event = self._event, None
-                if raw == b"[DONE]":
+                if len(raw) < 16 and raw.strip() == b"[DONE]":  # stray spaces happen
                     self.done = True
                     self.events_seen += len(out)
                     return out
