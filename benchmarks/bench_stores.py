@@ -6,6 +6,10 @@ Usage: uv run python benchmarks/bench_stores.py [REPEATS] [--pg DSN]
 * checkpoint per tool result: mean milliseconds of one ``Checkpointer.append`` of a single
   tool result plus the head, as the run loop does after every tool call (200 in a row).
   Target (issue 6): under 1 ms on SQLite.
+* checkpoint per turn, through a real run: a ``Runner.run`` of 100 one-tool turns
+  (``ScriptedProvider``, a no-op context policy) with ``checkpoint=`` minus the same run
+  without it, divided by the turns (median of REPEATS). Each turn saves twice (after the
+  model output and after the tool result), so half of it is the cost per save.
 
 PostgreSQL runs when a server answers at the DSN (default: the local test server); the
 benchmark uses a throwaway schema and drops it afterwards.
@@ -23,7 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lovia.checkpointer import RunHead
+from lovia import Agent, Runner, tool
+from lovia.checkpointer import CheckpointOptions, RunHead
+from lovia.context_policy import NoopContextPolicy
 from lovia.messages import Usage
 from lovia.stores import (
     InMemoryCheckpointer,
@@ -33,10 +39,12 @@ from lovia.stores import (
     SQLiteCheckpointer,
     SQLiteSession,
 )
+from lovia.testing import ScriptedProvider, call, text
 from lovia.transcript import AssistantTextEntry, InputEntry, ToolCallEntry, ToolResultEntry
 
 RUN_ENTRIES = 1_000
 CHECKPOINTS = 200
+RUN_TURNS = 100
 
 
 def a_run(n: int) -> list[Any]:
@@ -84,6 +92,38 @@ async def bench_checkpoint(make: Callable[[], Any]) -> float:
     return elapsed / CHECKPOINTS * 1000
 
 
+@tool
+async def read_log(i: int) -> str:
+    """Read one log file (returns ~300 characters, like a real tool)."""
+    return f"log {i}: line of log output\n" * 12
+
+
+async def timed_run(checkpoint: CheckpointOptions | None) -> float:
+    script = [call("read_log", {"i": i}, call_id=f"c{i}") for i in range(RUN_TURNS)]
+    agent = Agent(
+        "bench",
+        instructions="Read the logs.",
+        model=ScriptedProvider([*script, text("done")]),
+        tools=[read_log],
+        context_policy=NoopContextPolicy(),
+    )
+    t0 = time.perf_counter()
+    await Runner.run(agent, "go", max_turns=RUN_TURNS + 1, checkpoint=checkpoint)
+    return time.perf_counter() - t0
+
+
+async def bench_run_checkpoint(make: Callable[[], Any], repeats: int) -> float:
+    """Milliseconds a checkpoint adds to one turn (model output + one tool result)."""
+    store = make()
+    plain, checkpointed = [], []
+    for _ in range(repeats):
+        plain.append(await timed_run(None))
+        checkpointed.append(await timed_run(CheckpointOptions(store, uuid.uuid4().hex)))
+    if hasattr(store, "aclose"):
+        await store.aclose()
+    return (statistics.median(checkpointed) - statistics.median(plain)) / RUN_TURNS * 1000
+
+
 def pg_dsn(argv: list[str]) -> str | None:
     dsn = argv[argv.index("--pg") + 1] if "--pg" in argv else None
     import psycopg
@@ -124,14 +164,20 @@ async def main(argv: list[str]) -> None:
         f"session: one {RUN_ENTRIES:,}-entry run, median of {repeats}; "
         f"checkpoint: mean of {CHECKPOINTS} single-result appends"
     )
+    print(f"run: {RUN_TURNS} one-tool turns, with minus without checkpoint=, median of {repeats}")
     print(
-        f"{'backend':18s} {'append entries/s':>17s} {'load entries/s':>15s} {'ckpt ms/result':>15s}"
+        f"{'backend':18s} {'append entries/s':>17s} {'load entries/s':>15s} "
+        f"{'ckpt ms/result':>15s} {'run ms/turn':>12s}"
     )
     try:
         for name, (session, checkpointer) in backends.items():
             append_rate, load_rate = await bench_session(session, repeats)
             ckpt_ms = await bench_checkpoint(checkpointer)
-            print(f"{name:18s} {append_rate:17,.0f} {load_rate:15,.0f} {ckpt_ms:15.3f}")
+            turn_ms = await bench_run_checkpoint(checkpointer, repeats)
+            print(
+                f"{name:18s} {append_rate:17,.0f} {load_rate:15,.0f} {ckpt_ms:15.3f} "
+                f"{turn_ms:12.3f}"
+            )
     finally:
         if dsn:
             import psycopg

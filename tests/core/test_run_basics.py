@@ -122,8 +122,8 @@ def test_session_without_session_id_raises_user_error() -> None:
         Runner.stream(_agent(ScriptedProvider([])), "hi", session=InMemorySession())
 
 
-def test_checkpoint_is_not_available_yet() -> None:
-    with pytest.raises(UserError, match="checkpointing is not available yet"):
+def test_checkpoint_rejects_anything_but_checkpoint_options_eagerly() -> None:
+    with pytest.raises(UserError, match="takes a CheckpointOptions"):
         Runner.stream(_agent(ScriptedProvider([])), "hi", checkpoint=object())
 
 

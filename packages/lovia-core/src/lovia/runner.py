@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .budget import RunBudget
     from .cancellation import CancelToken
+    from .checkpointer import CheckpointOptions
     from .context_policy import ContextPolicy
     from .messages import Message
     from .retry import RetryPolicy
@@ -47,7 +48,9 @@ class Runner:
     * ``retry``, ``context_policy``: override the entry agent's posture for the whole run.
     * ``session`` + ``session_id``: load history at start, append this run on success
       (``session`` without ``session_id`` raises ``UserError``).
-    * ``checkpoint``: not available yet (raises ``UserError``).
+    * ``checkpoint``: a ``CheckpointOptions``: save the run as it goes (after each model
+      output and tool result) so it can be resumed after a crash, and replay it without
+      calling the model when its ``run_id`` already completed (``if_run_exists``).
     """
 
     @classmethod
@@ -68,14 +71,17 @@ class Runner:
         context_policy: ContextPolicy | None = None,
         session: Session | None = None,
         session_id: str | None = None,
-        checkpoint: Any = None,
+        checkpoint: CheckpointOptions | None = None,
         tracer: Tracer | None = None,
     ) -> RunLoop[Any]:
         if checkpoint is not None:
-            raise UserError(
-                "checkpointing is not available yet",
-                hint="run without checkpoint= for now",
-            )
+            from .checkpointer import CheckpointOptions
+
+            if not isinstance(checkpoint, CheckpointOptions):
+                raise UserError(
+                    f"checkpoint= takes a CheckpointOptions, got {type(checkpoint).__name__}",
+                    hint="pass checkpoint=CheckpointOptions(checkpointer=..., run_id=...)",
+                )
         return RunLoop(
             agent,
             input,
@@ -92,6 +98,7 @@ class Runner:
             session_id=session_id,
             tracer=tracer,
             interactive=interactive,
+            checkpoint=checkpoint,
         )
 
     @classmethod

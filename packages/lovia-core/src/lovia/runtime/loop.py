@@ -17,9 +17,10 @@ and with the terminal event. ``_run()`` is a sequence of small phases per turn:
 Per-turn work is O(new entries): the transcript is the live ``ctx.entries`` list and
 ``RunState`` keeps what the turn needs incrementally; nothing re-walks it.
 
-Persistence seams: ``_save_progress()`` runs after each model output and each tool
-result (checkpoint saves plug in there); ``_persist_success()`` runs once on success
-(the session append; a checkpoint finalisation goes before it).
+Persistence seams: ``_open()`` takes the session lease and applies the checkpoint policy
+(a completed ``run_id`` is replayed there, ``runtime/resume.py``); ``_save_progress()``
+runs after each model output and each tool result (``runtime/checkpoint.py``);
+``_persist_success()`` runs once on success: checkpoint finalised, then the session append.
 """
 
 from __future__ import annotations
@@ -67,9 +68,11 @@ if TYPE_CHECKING:
     from ..agent import Agent
     from ..approvals import ApprovalChannel
     from ..budget import RunBudget
+    from ..checkpointer import CheckpointOptions, RunSnapshot
     from ..retry import RetryPolicy
-    from ..session import Session
+    from ..session import Segment, Session
     from ..tracing import Tracer
+    from .checkpoint import CheckpointWriter
 
 __all__ = ["RunLoop"]
 
@@ -100,6 +103,7 @@ class RunLoop(Generic[T]):
         tracer: Tracer | None = None,
         run_id: str | None = None,
         interactive: bool = True,
+        checkpoint: CheckpointOptions | None = None,
     ) -> None:
         if session is not None and not session_id:
             raise UserError(
@@ -127,7 +131,12 @@ class RunLoop(Generic[T]):
         self.tracer: Tracer = tracer if tracer is not None else NoopTracer()
         self.approvals: ApprovalChannel = ApprovalChannel()
         self.usage = Usage()
-        self.run_id = run_id or _new_run_id()
+        self.checkpoint = checkpoint
+        self.writer: CheckpointWriter | None = None
+        self._resume: RunSnapshot | None = None
+        """The interrupted run this loop resumes (set by ``_open``)."""
+        self._segments: list[Segment] | None = None
+        self.run_id = run_id or (checkpoint.run_id if checkpoint else None) or _new_run_id()
         self.transcript: list[TranscriptEntry] = []
         self._live_view = LiveView(self.transcript)
         self.ctx: RunContext[Any] = RunContext(
@@ -188,6 +197,8 @@ class RunLoop(Generic[T]):
                     finally:
                         span.set_attribute("turns", self.state.turn if self.state else 0)
                         span.set_attribute("total_tokens", self.usage.total_tokens)
+                        if self._resume is not None:
+                            span.set_attribute("resumed", True)
                 assert self.result is not None
                 terminal = RunCompleted(self.result)
                 _log.info(
@@ -195,6 +206,8 @@ class RunLoop(Generic[T]):
                 )
             except Exception as exc:  # noqa: BLE001 - the stream contract: a failure is RunFailed
                 self.error = exc
+                if self.writer is not None:
+                    await self.writer.save_failure(self.state, exc)
                 terminal = RunFailed(exc)
                 _log.info("run.failed: %s: %s", type(exc).__name__, exc)
             self.finished = True
@@ -230,11 +243,20 @@ class RunLoop(Generic[T]):
     # -- the phases -------------------------------------------------------------------
 
     async def _run(self) -> AsyncGenerator[Event, None]:
+        if await self._open():
+            return  # a replay: the stored result, and no event but the terminal one
         state = await self._start()
         ctx = self.ctx
         yield RunStarted(self.agent)
         _log.info("run.start: agent=%s run_id=%s", self.agent.name, self.run_id)
-        await self._check_input()
+        if self._resume is None:
+            await self._check_input()
+        else:
+            async with aclosing(self._catch_up(state)) as caught_up:
+                async for event in caught_up:
+                    yield event
+            if self.result is not None:
+                return
         while True:
             self._between_turns(state)
             state.turn += 1
@@ -286,26 +308,72 @@ class RunLoop(Generic[T]):
             await self._persist_success()
             return
 
-    async def _start(self) -> RunState:
-        """Resolve the entry agent and posture, load history, build the transcript."""
+    async def _open(self) -> bool:
+        """Take the session lease, then open the checkpoint; ``True`` for a replay."""
         assert self._stack is not None
         if self.session is not None:
             assert self.session_id is not None
             await self._stack.enter_async_context(self.session.lease(self.session_id))
+        if self.checkpoint is None:
+            return False
+        from .resume import open_checkpoint, replay
+
+        if self.session is not None:
+            assert self.session_id is not None
+            self._segments = await self.session.segments(self.session_id)
+        in_session = any(s.run_id == self.run_id for s in self._segments or ())
+        opening = await open_checkpoint(
+            self.checkpoint, in_session=in_session, session_id=self.session_id
+        )
+        self.writer = opening.writer
+        snapshot = opening.snapshot
+        if snapshot is not None and snapshot.head.status == "completed":
+            self.result = await replay(self, snapshot, heal=not in_session)
+            return True
+        self._resume = snapshot
+        return False
+
+    async def _start(self) -> RunState:
+        """Resolve the agent (a resumed run's active one) and posture, build the transcript."""
         self.policy = self.context_policy or self.agent.context_policy or _default_policy()
-        active = await self._activate(self.agent)
+        snapshot = self._resume
+        agent = self.agent
+        if snapshot is not None:
+            from .resume import agent_to_resume
+
+            agent = self.ctx.agent = agent_to_resume(self.agent, snapshot)
+        active = await self._activate(agent)
         history, scratch = await self._load_session()
         transcript = self.transcript
         transcript.extend(history)
-        transcript.extend(input_to_entries(self.input))
+        if snapshot is None:
+            transcript.extend(input_to_entries(self.input))
+        else:
+            from .resume import restored_entries
+
+            transcript.extend(restored_entries(snapshot))
         state = self.state = RunState(
             active=active, transcript=transcript, usage=self.usage, run_start=len(history)
         )
         state.context_scratch = scratch
-        state.activations[id(self.agent)] = active
+        state.activations[id(agent)] = active
+        if snapshot is not None:
+            from .resume import restore_head
+
+            restore_head(state, snapshot.head)
+            self.ctx.turn = state.turn
         self.ctx.workspace = active.workspace_session
         await self._render_system(state)
         return state
+
+    async def _catch_up(self, state: RunState) -> AsyncGenerator[Event, None]:
+        """A resumed run: finish the interrupted turn (see ``runtime/resume.py``)."""
+        from .resume import catch_up, plan_resume
+
+        plan = plan_resume(state.own_entries(), state.active.handoffs)
+        async with aclosing(catch_up(self, state, plan)) as events:
+            async for event in events:
+                yield event
 
     async def _check_input(self) -> None:
         assert self.state is not None
@@ -535,7 +603,9 @@ class RunLoop(Generic[T]):
         if self.session is None:
             return [], {}
         assert self.session_id is not None
-        segments = await self.session.segments(self.session_id)
+        segments = self._segments
+        if segments is None:
+            segments = await self.session.segments(self.session_id)
         history = [entry for segment in segments for entry in segment.entries]
         scratch: dict[str, Any] = {}
         if segments:
@@ -545,19 +615,28 @@ class RunLoop(Generic[T]):
         return history, scratch
 
     async def _save_progress(self) -> None:
-        """After each model output and each tool result: the checkpoint save seam."""
+        """After each model output and each tool result: the checkpoint save."""
+        if self.writer is not None:
+            assert self.state is not None
+            await self.writer.save_running(self.state)
 
     async def _persist_success(self) -> None:
-        """On success: append this run's own entries to the session as one segment."""
-        if self.session is None:
-            return
-        assert self.state is not None and self.session_id is not None
-        meta: dict[str, Any] = {"context": self.state.context_scratch}
-        if self.state.notices:
-            meta["notices"] = list(self.state.notices)
-        await self.session.append(
-            self.session_id, self.state.own_entries(), run_id=self.run_id, meta=meta
-        )
+        """On success, in this order: finalise the checkpoint, append this run's own
+        entries to the session as one segment, then ``delete_on_success``."""
+        state = self.state
+        assert state is not None and self.result is not None
+        if self.writer is not None:
+            await self.writer.finalise(state, self.result.output)
+        if self.session is not None:
+            assert self.session_id is not None
+            meta: dict[str, Any] = {"context": state.context_scratch}
+            if state.notices:
+                meta["notices"] = list(state.notices)
+            await self.session.append(
+                self.session_id, state.own_entries(), run_id=self.run_id, meta=meta
+            )
+        if self.writer is not None:
+            await self.writer.after_session()
 
     # -- agent activation -------------------------------------------------------------
 

@@ -114,7 +114,8 @@ class ToolCallProcessor:
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.tasks = TaskSet()
         self.inflight = 0
-        self.handoff_claimed = False
+        self.handoff_claimed = state.pending_handoff is not None
+        """A handoff of this turn was accepted (a resumed turn may already have one)."""
         self.budget_error: BudgetExceeded | None = None
         self._watcher: asyncio.Future[None] | None = None
 
