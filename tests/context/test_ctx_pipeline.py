@@ -94,9 +94,19 @@ async def test_prefix_is_byte_stable_across_turns_and_decisions_are_monotonic() 
     assert 1 <= len(compactions) <= 10  # hysteresis: bursts, not every turn
     for prev, cur in zip(results, results[1:], strict=False):
         assert_pairs_valid(cur.entries)
+        before, after = dump(prev.entries), dump(cur.entries)
         if not cur.compacted:
-            before, after = dump(prev.entries), dump(cur.entries)
             assert after[: len(before)] == before
+            continue
+        # A burst only adds decisions: an entry may turn into a marker (or an offload marker
+        # into a clear marker), but a clear marker, the final form, never changes again.
+        assert len(after) == len(before) + 4
+        for was, now in zip(before, after, strict=False):
+            if was != now:
+                assert "Earlier tool result cleared" not in was
+                assert '"type": "tool_result"' in now
+                if "Tool output offloaded" in was:
+                    assert "Earlier tool result cleared" in now
     cleared_runs = [
         {e.call_id for e in r.entries if isinstance(e, ToolResultEntry) and "cleared" in e.output}
         for r in results

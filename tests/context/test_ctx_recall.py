@@ -26,6 +26,7 @@ async def test_falls_back_to_the_transcript_by_call_id_then_by_digest() -> None:
     ctx = run_context(entries)
     first = next(e for e in entries if isinstance(e, ToolResultEntry))
     assert await tool.invoke({"ref": first.call_id}, ctx) == first.output
+    assert await tool.invoke({"ref": f" {first.call_id}\n"}, ctx) == first.output
     assert await tool.invoke({"ref": result_digest(first.output)}, ctx) == first.output
 
 

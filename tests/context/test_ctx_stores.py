@@ -45,3 +45,9 @@ def test_file_store_leaves_no_temp_file_on_failure(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         store.put("k", "data")
     assert [p.name for p in tmp_path.iterdir()] == [store.path_for("k").name]
+
+
+def test_file_store_treats_an_impossibly_long_key_as_absent(tmp_path: Path) -> None:
+    # A model can pass any reference to recall; one too long for a file name is a miss.
+    store = FileResultStore(tmp_path)
+    assert store.get("é" * 400) is None

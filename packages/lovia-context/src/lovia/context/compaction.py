@@ -215,8 +215,11 @@ class Compaction:
             track.checked = False
         if not track.checked:
             self._verify(track, entries, head_n)
+        new = entries[head_n + known :] if same_prefix else ()
+        if any(_reuses_decided_id(e, track.state) for e in new):
+            # A new call reuses a decided id: that decision is now ambiguous (prune it).
+            self._verify(track, entries, head_n)
         if same_prefix and track.rendered_at == track.state.version and track.recall == recall:
-            new = entries[head_n + known :]
             if new:
                 state, counter = track.state, track.counter
                 for e in new:
@@ -244,14 +247,14 @@ class Compaction:
         track.recall = recall
 
     def _verify(self, track: _Track, entries: Sequence[TranscriptEntry], head_n: int) -> None:
-        """Check loaded decisions against this transcript: drop stale records and a summary
-        whose covered prefix was rewritten (rewinding a frontier that splits a pair)."""
+        """Check decisions against this transcript: drop stale or ambiguous (reused id)
+        records and a summary whose covered prefix was rewritten (rewinding a frontier that
+        splits a pair)."""
         state = track.state
         body = entries[head_n:]
-        present = {e.call_id for e in body if isinstance(e, ToolCallEntry)}
-        before = (len(state.cleared), len(state.offloaded))
-        state.prune_stale(present)
-        if (len(state.cleared), len(state.offloaded)) != before:
+        calls = Counter(e.call_id for e in body if isinstance(e, ToolCallEntry))
+        reused = {cid for cid, n in calls.items() if n > 1}
+        if state.prune_stale(set(calls), reused):
             state.version += 1
         summary = state.summary
         if summary is not None:
@@ -466,3 +469,9 @@ class Compaction:
             self._sessions.move_to_end(req.session_id)
             while len(self._sessions) > _SESSION_LIMIT:
                 self._sessions.popitem(last=False)
+
+
+def _reuses_decided_id(entry: TranscriptEntry, state: CompactionState) -> bool:
+    return isinstance(entry, ToolCallEntry) and (
+        entry.call_id in state.cleared or entry.call_id in state.offloaded
+    )

@@ -281,10 +281,16 @@ class SummarizeHistory:
                 )
                 text = text.strip()
                 if not text:
-                    raise SummarizationError("the summariser returned an empty summary")
+                    raise SummarizationError(
+                        "the summariser returned an empty summary",
+                        hint="check the Summarizer passed to SummarizeHistory",
+                    )
                 new_cost = ctx.counter.count_text(text)
                 if new_cost >= chunk_cost + prev_cost:
-                    raise SummarizationError("the summary is larger than what it replaces")
+                    raise SummarizationError(
+                        "the summary is larger than what it replaces",
+                        hint="lower LLMSummarizer(max_output_tokens=...) or tighten its prompt",
+                    )
             except Exception:  # noqa: BLE001 - fail-open boundary: summariser failures never fail the run
                 state.summary_failures += 1
                 _log.warning(
@@ -335,7 +341,8 @@ def _chunks(
     counter: TokenCounter,
 ) -> list[tuple[int, int, list[TranscriptEntry]]]:
     """Split ``body[covered:cuts[-1]]`` at pair-safe cuts into chunks whose text fits
-    ``budget`` tokens; a block (between two cuts) too big on its own is clipped."""
+    ``budget`` tokens; a block (between two cuts) too big on its own is clipped, and the
+    chunks stop before a block that does not fit even clipped."""
     chunks: list[tuple[int, int, list[TranscriptEntry]]] = []
     start, cost = covered, 0
     current: list[TranscriptEntry] = []
@@ -349,6 +356,13 @@ def _chunks(
             block = [_clip(e, cap) for e in original]
             block_cost = _text_cost(block, counter)
             cap //= 2
+        if block_cost > budget:
+            # Too many entries to fit even clipped (a huge parallel group): the fold stops
+            # before it rather than send a request the summariser cannot take.
+            _log.info(
+                "a %d-entry block does not fit one fold; the summary stops before it", len(block)
+            )
+            break
         if current and cost + block_cost > budget:
             chunks.append((start, prev_cut, current))
             start, cost, current = prev_cut, 0, []

@@ -3,10 +3,11 @@
 Invariant: decisions are monotonic. Stages only add (a cleared id, an offload record, a
 summary that covers more); nothing here removes a decision that still applies, because an
 undone decision would change the rendered prefix and cold the provider's prompt cache.
-Two things are dropped on purpose: records whose ``call_id`` no longer appears in the
-transcript (stale, they render nothing) and a summary whose covered prefix no longer
-matches its ``fingerprint`` (the history was rewritten, e.g. trimmed offline); the
-``call_id``-keyed decisions survive that reset.
+Three things are dropped on purpose: records whose ``call_id`` no longer appears in the
+transcript (stale, they render nothing), records whose ``call_id`` a later call reused
+(ambiguous: applied by id they would hide the fresh result too), and a summary whose
+covered prefix no longer matches its ``fingerprint`` (the history was rewritten, e.g.
+trimmed offline); the ``call_id``-keyed decisions survive that reset.
 
 State is JSON-safe (``to_dict``/``from_dict``) so it rides in the checkpoint scratch and the
 session segment meta. Loading tolerates garbage: malformed fields fall back to defaults,
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
@@ -181,11 +182,16 @@ class CompactionState:
             }
         return state
 
-    def prune_stale(self, present_ids: set[str]) -> None:
-        """Drop id-keyed records whose call_id is absent from the transcript."""
-        self.cleared &= present_ids
-        for cid in [c for c in self.offloaded if c not in present_ids]:
+    def prune_stale(self, present_ids: set[str], reused_ids: Set[str] = frozenset()) -> bool:
+        """Drop id-keyed records whose call_id is absent from the transcript (stale) or
+        used by more than one call (ambiguous: the record cannot say which result it
+        meant, and applying it to every one would hide a fresh result). ``True`` when
+        anything was dropped."""
+        before = (len(self.cleared), len(self.offloaded))
+        self.cleared = {c for c in self.cleared if c in present_ids and c not in reused_ids}
+        for cid in [c for c in self.offloaded if c not in present_ids or c in reused_ids]:
             del self.offloaded[cid]
+        return (len(self.cleared), len(self.offloaded)) != before
 
 
 def _is_count(value: object) -> TypeGuard[int]:

@@ -8,6 +8,7 @@ sessions and identical outputs dedupe for free).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import tempfile
@@ -109,6 +110,10 @@ class FileResultStore:
                 return fh.read()
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG:
+                return None  # no such key could ever have been stored
+            raise
 
     def __repr__(self) -> str:
         return f"FileResultStore({str(self.directory)!r})"

@@ -106,11 +106,11 @@ class LLMSummarizer:
         context_window: int | None = None,
         max_output_tokens: int = 4_096,
     ) -> None:
-        if context_window is not None and (isinstance(context_window, bool) or context_window <= 0):
+        if context_window is not None and not _positive_int(context_window):
             raise ValueError(
                 f"context_window must be a positive int or None, got {context_window!r}"
             )
-        if isinstance(max_output_tokens, bool) or max_output_tokens <= 0:
+        if not _positive_int(max_output_tokens):
             raise ValueError(f"max_output_tokens must be a positive int, got {max_output_tokens!r}")
         self.required_sections = tuple(required_sections)
         headings = "\n".join(f"## {s}" for s in self.required_sections)
@@ -159,11 +159,18 @@ class LLMSummarizer:
         settings = ModelSettings(temperature=0, max_tokens=self.max_output_tokens)
         pieces: list[str] = []
         finish: str | None = None
-        async for delta in provider.stream(view, tools=(), settings=settings):
-            if isinstance(delta, TextDelta):
-                pieces.append(delta.delta)
-            elif isinstance(delta, FinishDelta):
-                finish = delta.reason
+        stream = provider.stream(view, tools=(), settings=settings)
+        try:
+            async for delta in stream:
+                if isinstance(delta, TextDelta):
+                    pieces.append(delta.delta)
+                elif isinstance(delta, FinishDelta):
+                    finish = delta.reason
+        finally:
+            # A cancelled or failed fold still releases the provider's connection.
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
         text = "".join(pieces).strip()
         if finish == "length":
             raise SummarizationError(
@@ -171,5 +178,12 @@ class LLMSummarizer:
                 hint="raise LLMSummarizer(max_output_tokens=...)",
             )
         if not text:
-            raise SummarizationError("the summariser returned an empty summary")
+            raise SummarizationError(
+                "the summariser returned an empty summary",
+                hint="check that the summarising model answers plain-text requests",
+            )
         return text
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
