@@ -121,3 +121,16 @@ async def test_a_decision_from_another_thread_reaches_the_loop() -> None:
     assert await future == (True, None)
     thread.join()
     assert answered == [True]
+
+
+def test_a_decision_after_the_waiting_loop_closed_returns_false() -> None:
+    channel = ApprovalChannel()
+
+    async def register() -> None:
+        channel.register("c1", scope="s")
+        channel.register("c2", scope="s")
+
+    asyncio.run(register())  # the run that waited is gone, its loop closed
+    assert channel.is_pending("c1", scope="s")
+    assert channel.approve("c1", scope="s") is False  # no "Event loop is closed" error
+    assert channel.release() == 0

@@ -128,3 +128,22 @@ def test_root_logger_is_untouched() -> None:
     before = (list(root.handlers), root.level)
     enable_logging("DEBUG", stream=io.StringIO())
     assert (list(root.handlers), root.level) == before
+
+
+def test_an_unknown_level_raises_and_leaves_logging_as_it_was() -> None:
+    logger = logging.getLogger("lovia")
+    out = io.StringIO()
+    enable_logging("INFO", stream=out, format="%(message)s")
+    before = (list(logger.handlers), logger.level)
+    with pytest.raises(ValueError, match="unknown logging level 'LOUD'"):
+        enable_logging("LOUD", stream=io.StringIO())
+    assert (list(logger.handlers), logger.level) == before
+    logger.info("still here")
+    assert out.getvalue() == "still here\n"
+
+
+def test_the_lovia_logger_ships_a_null_handler() -> None:
+    import lovia
+
+    assert lovia.__name__ == "lovia"
+    assert any(type(h) is logging.NullHandler for h in logging.getLogger("lovia").handlers)

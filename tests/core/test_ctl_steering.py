@@ -61,3 +61,12 @@ def test_repr_counts_pending_items() -> None:
     box = Mailbox()
     box.push("x")
     assert repr(box) == "Mailbox(pending=1)"
+
+
+@pytest.mark.parametrize("content", ["", "  \n\t", []], ids=["empty", "blank", "no-parts"])
+def test_push_rejects_an_empty_message(content: object) -> None:
+    box = Mailbox()
+    with pytest.raises(UserError, match="empty message") as info:
+        box.push(content)  # type: ignore[arg-type]  # typed object to mix str and list
+    assert info.value.hint == "push some text or at least one content part"
+    assert len(box) == 0

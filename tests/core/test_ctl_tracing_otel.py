@@ -153,3 +153,34 @@ def test_missing_opentelemetry_is_a_user_error_naming_the_extra(
     with pytest.raises(UserError) as info:
         OpenTelemetryTracer()
     assert info.value.hint == "pip install 'lovia-core[otel]'"
+
+
+async def test_a_real_run_exports_nested_genai_spans(
+    tracer: OpenTelemetryTracer, exporter: InMemorySpanExporter
+) -> None:
+    from lovia import Agent, Runner, tool
+    from lovia.testing import ScriptedProvider, call, text
+
+    @tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    provider = ScriptedProvider([call("add", {"a": 1, "b": 2}, call_id="c1"), text("3")])
+    agent = Agent(name="calc", model=provider, tools=[add])
+    result = await Runner.run(agent, "1+2?", tracer=tracer)
+    assert result.output == "3"
+    finished = exporter.get_finished_spans()
+    assert [s.name for s in finished] == [
+        "chat scripted-model",
+        "execute_tool add",
+        "chat scripted-model",
+        "invoke_agent calc",
+    ]
+    run = finished[-1]
+    assert run.context is not None
+    assert all(
+        s.parent is not None and s.parent.span_id == run.context.span_id for s in finished[:-1]
+    )
+    assert (run.attributes or {})["lovia.turns"] == 2
+    assert (finished[1].attributes or {})["gen_ai.tool.call.id"] == "c1"
+    assert all(s.status.status_code == StatusCode.UNSET for s in finished)

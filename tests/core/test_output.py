@@ -140,7 +140,11 @@ def test_loads_lenient(text: str, expected: Any) -> None:
     assert loads_lenient(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "no json here", "{broken"], ids=["empty", "prose", "bad"])
+@pytest.mark.parametrize(
+    "text",
+    ["", "no json here", "{broken", "[" * 100_000, "```\n" + "[" * 100_000 + "\n```"],
+    ids=["empty", "prose", "bad", "absurdly-deep", "absurdly-deep-fenced"],
+)
 def test_loads_lenient_raises_when_nothing_decodes(text: str) -> None:
     with pytest.raises(ValueError, match="no JSON value found"):
         loads_lenient(text)
@@ -188,6 +192,11 @@ def test_invalid_output_raises_with_raw_and_type_name() -> None:
 def test_reply_without_json_raises(text: str) -> None:
     with pytest.raises(OutputValidationError, match="the reply contains no JSON"):
         parse_structured_output(text, Weather)
+
+
+def test_absurdly_deep_reply_is_an_output_validation_error() -> None:
+    with pytest.raises(OutputValidationError, match="the reply contains no JSON"):
+        parse_structured_output('{"a": ' * 100_000, Weather)
 
 
 def test_empty_reply_for_a_wrapped_type_raises() -> None:

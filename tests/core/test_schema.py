@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, Optional, Union
 
 import pydantic
@@ -328,6 +329,12 @@ def test_model_json_schema_rejects_typing_typeddict_with_a_hint() -> None:
     with pytest.raises(UserError, match="cannot be used as a schema type") as info:
         model_json_schema(Legacy)
     assert info.value.hint is not None and "typing_extensions.TypedDict" in info.value.hint
+
+
+def test_model_json_schema_rejects_a_type_without_json_schema_with_a_hint() -> None:
+    with pytest.raises(UserError, match="cannot be used as a schema type") as info:
+        model_json_schema(Callable[[int], int])
+    assert info.value.hint is not None and "JSON-friendly types" in info.value.hint
 
 
 def test_strict_json_schema_returns_none_for_open_dicts() -> None:

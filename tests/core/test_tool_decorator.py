@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import threading
@@ -290,3 +291,63 @@ def test_importing_the_decorator_does_not_import_pydantic() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("value", ["search", 42], ids=["name-positional", "int"])
+def test_decorating_something_that_is_not_a_function_raises(value: Any) -> None:
+    with pytest.raises(UserError, match="@tool takes a function") as info:
+        tool(value)
+    assert info.value.hint == "pass options by keyword, e.g. @tool(name='search')"
+
+
+def test_generator_functions_are_rejected_at_decoration() -> None:
+    def lines() -> Any:
+        yield "a"
+
+    async def alines() -> Any:
+        yield "a"
+
+    for fn in (lines, alines):
+        with pytest.raises(UserError, match="is a generator function") as info:
+            tool(fn)
+        assert info.value.hint == (
+            "return the whole result (a str, a list, a model) instead of yielding it"
+        )
+
+
+async def test_a_partial_takes_name_docstring_and_types_from_its_function() -> None:
+    def scale(value: int, factor: int) -> int:
+        """Multiply a value.
+
+        Args:
+            value: the number to scale.
+        """
+        return value * factor
+
+    doubled = tool(functools.partial(scale, factor=2))
+    assert (doubled.name, doubled.description) == ("scale", "Multiply a value.")
+    assert doubled.parameters["properties"]["value"] == {
+        "type": "integer",
+        "description": "the number to scale.",
+    }
+    assert await doubled.invoke({"value": "21"}, make_ctx()) == 42
+
+
+def test_openai_schema_of_a_non_strict_tool() -> None:
+    @tool
+    def ping(host: str) -> str:
+        """Ping a host."""
+        return host
+
+    assert ping.openai_schema() == {
+        "type": "function",
+        "function": {
+            "name": "ping",
+            "description": "Ping a host.",
+            "parameters": {
+                "type": "object",
+                "properties": {"host": {"type": "string"}},
+                "required": ["host"],
+            },
+        },
+    }

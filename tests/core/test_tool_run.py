@@ -7,6 +7,7 @@ import dataclasses
 import datetime
 import enum
 import json
+import logging
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -81,6 +82,13 @@ def test_parse_rejects_non_object_json(text: str, kind: str) -> None:
     assert info.value.message == f"the arguments must be a JSON object, got {kind}"
 
 
+@pytest.mark.parametrize("opener", ["[", '{"a":'], ids=["arrays", "objects"])
+def test_parse_rejects_absurdly_deep_nesting_as_invalid_arguments(opener: str) -> None:
+    with pytest.raises(InvalidToolArguments, match="nested too deeply") as info:
+        parse_tool_arguments(opener * 100_000)
+    assert info.value.hint == "send the arguments as one flat JSON object"
+
+
 def test_parse_says_a_truncated_call_was_cut_off() -> None:
     with pytest.raises(InvalidToolArguments, match="cut off") as info:
         parse_tool_arguments('{"content": "very long', truncated=True)
@@ -130,8 +138,9 @@ class Model(BaseModel):
         ),
         ({1, 2}, "[1, 2]"),
         ("ünïcode", "ünïcode"),
+        ({"blob": b"\x00\x01\x02"}, '{"blob": "<3 bytes>"}'),
     ],
-    ids=["str", "none", "dataclass-enum", "pydantic", "path-datetime", "set", "unicode"],
+    ids=["str", "none", "dataclass-enum", "pydantic", "path-datetime", "set", "unicode", "bytes"],
 )
 def test_default_renderer(value: Any, expected: str) -> None:
     assert default_result_renderer(value) == expected
@@ -204,6 +213,66 @@ async def test_tool_error_message_and_hint_reach_the_model() -> None:
     assert outcome.is_error and outcome.raw is None
     assert outcome.output == "Tool error: no such file 'a.txt'\nHint: list the directory first"
     assert isinstance(outcome.error, ToolError)
+
+
+class Opaque:
+    pass
+
+
+def test_default_renderer_refuses_an_object_it_cannot_serialise() -> None:
+    with pytest.raises(TypeError, match="Object of type Opaque is not JSON serializable"):
+        default_result_renderer({"value": Opaque()})
+
+
+async def test_unserialisable_result_becomes_an_error_result() -> None:
+    errors: list[BaseException] = []
+
+    @tool
+    def opaque() -> Any:
+        return Opaque()
+
+    outcome = await run_tool(opaque, {}, make_ctx(), on_error=errors.append)
+    assert (outcome.is_error, outcome.raw) == (True, None)
+    assert outcome.output == (
+        "Tool error: rendering the result of 'opaque' failed: TypeError: Object of type "
+        "Opaque is not JSON serializable (return a str, or give the tool a result_renderer)"
+    )
+    assert [type(e) for e in errors] == [TypeError]
+
+
+async def test_circular_result_becomes_an_error_result() -> None:
+    @tool
+    def loop() -> Any:
+        value: dict[str, Any] = {}
+        value["self"] = value
+        return value
+
+    outcome = await run_tool(loop, {}, make_ctx())
+    assert outcome.is_error
+    assert outcome.output == (
+        "Tool error: rendering the result of 'loop' failed: ValueError: Circular reference detected"
+    )
+
+
+async def test_message_less_tool_error_still_names_the_failure() -> None:
+    @tool
+    def silent() -> None:
+        raise ToolError()
+
+    outcome = await run_tool(silent, {}, make_ctx())
+    assert outcome.output == "Tool error: ToolError"
+
+
+async def test_a_failure_is_logged_with_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    @tool
+    def boom() -> None:
+        raise RuntimeError("disk full")
+
+    with caplog.at_level(logging.DEBUG, logger="lovia.tools"):
+        await run_tool(boom, {}, make_ctx())
+    (record,) = [r for r in caplog.records if r.name == "lovia.tools"]
+    assert record.getMessage() == "tool 'boom' failed on attempt 1 of 1"
+    assert record.exc_info is not None and record.exc_info[0] is RuntimeError
 
 
 async def test_message_less_error_names_the_exception_type() -> None:
@@ -385,6 +454,19 @@ async def test_agent_default_timeout_applies_when_the_tool_has_none() -> None:
     outcome = await run_tool(hangs, {}, make_ctx(), default_timeout=0.01)
     assert outcome.is_error
     assert outcome.output.startswith("Tool error: tool 'hangs' timed out after 0.01 s")
+
+
+async def test_timeout_wraps_the_policy_chain() -> None:
+    async def stalls(invoke: ToolInvoker, args: dict[str, Any], ctx: RunContext[Any]) -> Any:
+        await asyncio.Event().wait()  # a policy that never returns is cut off too
+
+    @tool(timeout=0.01, policies=[stalls])
+    def fast() -> str:
+        return "never reached"
+
+    outcome = await run_tool(fast, {}, make_ctx())
+    assert outcome.is_error
+    assert outcome.output.startswith("Tool error: tool 'fast' timed out after 0.01 s")
 
 
 async def test_timeout_error_raised_by_the_tool_is_not_reported_as_a_timeout() -> None:

@@ -39,7 +39,9 @@ class PendingApproval:
     """One call waiting for a decision on the channel."""
 
     call_id: str
+    """The id of the gated call (``ToolCall.id``)."""
     scope: str | None = None
+    """The scope it was registered under (``None``: unscoped)."""
     call: ToolCall | None = None
     """The gated call, when the loop supplied it."""
 
@@ -141,6 +143,8 @@ def _settle(future: asyncio.Future[_Decision], decision: _Decision) -> bool:
     if future.done():
         return False
     loop = future.get_loop()
+    if loop.is_closed():  # the run that waited is gone: nobody can receive the decision
+        return False
     try:
         same_loop = asyncio.get_running_loop() is loop
     except RuntimeError:

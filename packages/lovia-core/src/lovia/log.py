@@ -59,6 +59,7 @@ def enable_logging(
     ``dumb``). ``propagate=False`` keeps records away from the root logger's handlers.
     Returns the installed handler. Raises ``ValueError`` for an unknown level name.
     """
+    resolved = _resolve_level(level)  # before any change: a bad level leaves logging as it was
     target = stream if stream is not None else sys.stderr
     use_color = _should_color(target) if color is None else color
     if use_color:
@@ -71,9 +72,18 @@ def enable_logging(
     for old in [h for h in logger.handlers if isinstance(h, _LoviaHandler)]:
         logger.removeHandler(old)
     logger.addHandler(handler)
-    logger.setLevel(level.upper() if isinstance(level, str) else level)
+    logger.setLevel(resolved)
     logger.propagate = propagate
     return handler
+
+
+def _resolve_level(level: int | str) -> int:
+    if isinstance(level, int):
+        return level
+    value = logging.getLevelName(level.upper())
+    if not isinstance(value, int):
+        raise ValueError(f"unknown logging level {level!r}; use DEBUG, INFO, WARNING or ERROR")
+    return value
 
 
 def _should_color(stream: IO[str]) -> bool:

@@ -120,12 +120,12 @@ def loads_lenient(text: str) -> Any:
     stripped = text.strip()
     try:
         return json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: hostile, absurdly deep nesting
         pass
     for match in _FENCE.finditer(stripped):
         try:
             return json.loads(match.group(1).strip())
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
     decoder = json.JSONDecoder()
     tried = 0
@@ -135,7 +135,7 @@ def loads_lenient(text: str) -> Any:
         tried += 1
         try:
             value, _ = decoder.raw_decode(stripped, match.start())
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         return value
     raise ValueError("no JSON value found in the text")
@@ -197,6 +197,7 @@ class DefaultOutputRepair:
     """Send up to ``max_attempts`` corrective prompts quoting the validation error."""
 
     max_attempts: int = 1
+    """Repair turns per run; 0 raises ``OutputValidationError`` at the first failure."""
 
     def build_prompt(self, exc: OutputValidationError, attempt: int) -> str | None:
         """A prompt quoting ``exc`` while ``attempt <= max_attempts``, else ``None``."""

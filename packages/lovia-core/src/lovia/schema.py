@@ -126,9 +126,10 @@ def function_args_schema(
     Raises ``UserError`` for ``*args``/``**kwargs``, more than one ``RunContext`` parameter,
     or type hints that cannot be resolved.
     """
-    fn_name: str = name or getattr(fn, "__name__", None) or type(fn).__name__
-    hints = _resolve_hints(fn, fn_name)
-    doc = parse_docstring(inspect.getdoc(fn) or "")
+    base = _unwrap_partial(fn)  # a partial's name, docstring and hints are its function's
+    fn_name: str = name or getattr(base, "__name__", None) or type(base).__name__
+    hints = _resolve_hints(base, fn_name)
+    doc = parse_docstring(inspect.getdoc(base) or "")
     context_param: str | None = None
     definitions: dict[str, Any] = {}
     fields: list[tuple[str, str, bool]] = []
@@ -184,6 +185,12 @@ def function_args_schema(
     )
 
 
+def _unwrap_partial(fn: Callable[..., Any]) -> Callable[..., Any]:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return fn
+
+
 def _resolve_hints(fn: Callable[..., Any], fn_name: str) -> dict[str, Any]:
     target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
     try:
@@ -232,9 +239,14 @@ def _lift_description(prop: dict[str, Any]) -> None:
 def model_json_schema(tp: Any) -> dict[str, Any]:
     """The JSON Schema of a type (pydantic model, dataclass, TypedDict, Literal, union, ...).
 
-    pydantic's generated titles are stripped.
+    pydantic's generated titles are stripped. Raises ``UserError`` for a type that has no
+    JSON Schema (a callable, an arbitrary class).
     """
-    return _clean(_adapter(tp).json_schema())
+    adapter = _adapter(tp)
+    try:
+        return _clean(adapter.json_schema())
+    except PydanticUserError as exc:
+        raise _unusable_type(tp, exc) from exc
 
 
 def coerce_output(tp: Any, value: Any) -> Any:
@@ -252,11 +264,15 @@ def _adapter(tp: Any) -> TypeAdapter[Any]:
         except TypeError:  # unhashable type expression (Annotated with unhashable metadata)
             return TypeAdapter(tp)
     except PydanticUserError as exc:
-        raise UserError(
-            f"{tp!r} cannot be used as a schema type: {exc}",
-            hint="use JSON-friendly types: builtins, pydantic models, dataclasses, "
-            "typing_extensions.TypedDict, Literal, unions",
-        ) from exc
+        raise _unusable_type(tp, exc) from exc
+
+
+def _unusable_type(tp: Any, exc: PydanticUserError) -> UserError:
+    return UserError(
+        f"{tp!r} cannot be used as a schema type: {exc}",
+        hint="use JSON-friendly types: builtins, pydantic models, dataclasses, "
+        "typing_extensions.TypedDict, Literal, unions",
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -368,7 +384,9 @@ class ParsedDocstring:
     """A docstring split into its prose and its parameter descriptions."""
 
     description: str
+    """The prose before the first section (``Args:``, ``Parameters``, ``:param``)."""
     params: dict[str, str]
+    """Parameter name -> its description, continuation lines joined by spaces."""
 
 
 def parse_docstring(doc: str) -> ParsedDocstring:

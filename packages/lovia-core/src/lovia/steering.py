@@ -49,7 +49,8 @@ class Mailbox:
     def push(self, content: str | Sequence[ContentPart]) -> int:
         """Queue ``content`` (text or a list of parts) and return a token for ``remove``.
 
-        Raises ``UserError`` for anything else (``None``, a dict, a non-part element).
+        Raises ``UserError`` for anything else (``None``, a dict, a non-part element) and
+        for an empty message (blank text, no parts): providers refuse those.
         """
         item = _normalise(content)
         token = self._next_token
@@ -70,12 +71,24 @@ class Mailbox:
 
 def _normalise(content: object) -> MailContent:
     if isinstance(content, str):
+        if not content.strip():
+            raise _empty()
         return content
     if isinstance(content, Sequence) and not isinstance(content, (bytes, bytearray)):
         parts = tuple(content)
         if all(isinstance(part, _PART_TYPES) for part in parts):
+            if not parts:
+                raise _empty()
             return parts
     raise UserError(
         f"Mailbox.push() takes text or a list of content parts, got {type(content).__name__!r}",
         hint="push a str, or a list of TextPart/ImagePart/FilePart",
+    )
+
+
+def _empty() -> UserError:
+    # Providers reject blank user messages, which would fail the run at its next model call.
+    return UserError(
+        "Mailbox.push() got an empty message",
+        hint="push some text or at least one content part",
     )

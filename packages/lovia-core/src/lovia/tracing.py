@@ -108,7 +108,9 @@ class RecordedSpan:
     """A finished span as ``InMemoryTracer`` saw it."""
 
     name: SpanName
+    """Which span this was (``run``, ``model_call``, ``tool_call``, ``handoff``)."""
     attributes: dict[str, AttributeValue] = field(default_factory=dict)
+    """The attributes given when opening plus those set while open."""
     start: float = 0.0
     """Clock reading when the span opened (seconds)."""
     end: float = 0.0
@@ -219,6 +221,7 @@ class ConsoleTracer:
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.min_duration_ms = min_duration_ms
+        """Spans shorter than this many milliseconds are not printed."""
         self.stream = stream
         """Where lines go; ``None`` means ``sys.stderr`` at the time of writing."""
         self._clock = clock

@@ -24,6 +24,7 @@ import datetime
 import enum
 import inspect
 import json
+import logging
 import re
 import sys
 import uuid
@@ -67,6 +68,8 @@ ToolPolicy = Callable[[ToolInvoker, dict[str, Any], "RunContext[Any]"], Awaitabl
 
 ToolResultRenderer = Callable[[Any], str]
 """Turns a successful result into the string the model sees."""
+
+_log = logging.getLogger("lovia.tools")
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MAX_BACKOFF_SECONDS = 5.0
@@ -174,8 +177,9 @@ def tool(
     ``max_output_chars`` default to ``None``: inherit the agent's setting. ``strict=True``
     closes the schema and marks the tool strict for providers that support it.
 
-    Raises ``UserError`` for an invalid name or option, ``*args``/``**kwargs``, two
-    ``RunContext`` parameters, or types that have no JSON Schema.
+    Raises ``UserError`` for something that is not a function (or is a generator function),
+    an invalid name or option, ``*args``/``**kwargs``, two ``RunContext`` parameters, or
+    types that have no JSON Schema.
     """
 
     def decorate(func: Callable[..., Any]) -> Tool:
@@ -214,6 +218,16 @@ def _build_tool(
 
     if isinstance(func, Tool):
         raise UserError(f"{func.name!r} is already a Tool", hint="apply @tool once")
+    if not callable(func):
+        raise UserError(
+            f"@tool takes a function, got {func!r}",
+            hint="pass options by keyword, e.g. @tool(name='search')",
+        )
+    if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+        raise UserError(
+            f"tool {getattr(func, '__name__', func)!r} is a generator function",
+            hint="return the whole result (a str, a list, a model) instead of yielding it",
+        )
     _check_options(name, retries, timeout, max_output_chars)
     fs = function_args_schema(func, name=name, strict=strict)
     if not _NAME.match(fs.name):
@@ -279,6 +293,11 @@ def parse_tool_arguments(arguments: str, *, truncated: bool = False) -> dict[str
         return {}
     try:
         value = json.loads(arguments)
+    except RecursionError:
+        raise InvalidToolArguments(
+            "the arguments are nested too deeply to decode",
+            hint="send the arguments as one flat JSON object",
+        ) from None
     except ValueError as exc:
         if truncated:
             raise InvalidToolArguments(
@@ -324,6 +343,7 @@ class ToolOutcome:
     raw: Any
     """The tool's return value; ``None`` when dropped (error, truncated, large, parts)."""
     is_error: bool
+    """Whether ``output`` reports a failure (``"Tool error: ..."``)."""
     parts: tuple[ContentPart, ...] | None = None
     """Images or files the tool returned; ``output`` is then their text projection."""
     error: BaseException | None = None
@@ -384,6 +404,9 @@ async def run_tool(
             _notify(on_error, exc)
             return _error_outcome(exc, cap)
         except Exception as exc:  # noqa: BLE001 - fail-open: a tool failure becomes a result
+            _log.debug(
+                "tool %r failed on attempt %d of %d", tool.name, attempt, attempts, exc_info=exc
+            )
             _notify(on_error, exc)
             if attempt < attempts:
                 # The run's token interrupts the backoff: a cancelled run never retries.
@@ -455,6 +478,7 @@ def _success_outcome(
         try:
             output = render_tool_result(value, tool.result_renderer, agent_renderer)
         except Exception as exc:  # noqa: BLE001 - fail-open: a renderer failure becomes a result
+            _log.debug("rendering the result of tool %r failed", tool.name, exc_info=exc)
             _notify(on_error, exc)
             return _error_outcome(
                 ToolError(f"rendering the result of {tool.name!r} failed: {_describe(exc)}"), cap
@@ -496,10 +520,12 @@ def render_tool_result(
 
 
 def default_result_renderer(value: Any) -> str:
-    """A string as is; anything else as compact JSON.
+    """A string as is; anything else as JSON.
 
     pydantic models, dataclasses, enums, dates, paths, UUIDs, decimals and sets are
-    converted; other objects fall back to ``str()``.
+    converted, and ``bytes`` become a size marker. Raises ``TypeError`` for any other
+    object (and ``ValueError`` for a circular structure); ``run_tool`` turns that into an
+    error result, so an unserialisable return value never reaches the model as a repr.
     """
     if isinstance(value, str):
         return value
@@ -520,9 +546,12 @@ def _to_jsonable(value: Any) -> Any:
         return sorted(value, key=repr)
     if isinstance(value, (PurePath, uuid.UUID, Decimal)):
         return str(value)
-    if isinstance(value, bytes):
+    if isinstance(value, (bytes, bytearray)):
         return f"<{len(value)} bytes>"
-    return str(value)
+    raise TypeError(
+        f"Object of type {type(value).__name__} is not JSON serializable "
+        "(return a str, or give the tool a result_renderer)"
+    )
 
 
 def truncate_tool_output(text: str, max_chars: int) -> str:
