@@ -18,6 +18,7 @@ benchmark uses a throwaway schema and drops it afterwards.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import statistics
 import sys
 import tempfile
@@ -179,6 +180,7 @@ async def main(argv: list[str]) -> None:
                 f"{turn_ms:12.3f}"
             )
     finally:
+        shutil.rmtree(tmp, ignore_errors=True)
         if dsn:
             import psycopg
 

@@ -174,13 +174,36 @@ def test_snapshot_missing_optional_head_fields_take_defaults() -> None:
         {"run_id": "r", "entries": [], "head": None},
         {"run_id": "r", "entries": [], "head": {"agent_name": "a", "usage": {"requests": "x"}}},
         {"run_id": "r", "entries": [], "head": {"agent_name": "a", "updated_at": None}},
+        {
+            "run_id": "r",
+            "entries": [{"type": "input", "role": "user", "content": [{"type": "image"}]}],
+            "head": {"agent_name": "a"},
+        },
+        {"run_id": "r", "entries": {"type": "input"}, "head": {"agent_name": "a"}},
     ],
-    ids=["newer-version", "unknown-entry", "unknown-status", "no-head", "bad-usage", "bad-time"],
+    ids=[
+        "newer-version",
+        "unknown-entry",
+        "unknown-status",
+        "no-head",
+        "bad-usage",
+        "bad-time",
+        "invalid-part",
+        "entries-not-a-list",
+    ],
 )
 def test_snapshot_from_bad_data_raises_store_error_naming_the_run(data: object) -> None:
     with pytest.raises(StoreError) as info:
         RunSnapshot.from_dict(data)
     assert info.value.run_id == "r"
+    assert info.value.hint
+
+
+@pytest.mark.parametrize("data", [None, [], {"entries": []}, {"run_id": 5}])
+def test_data_that_is_not_a_snapshot_raises_store_error(data: object) -> None:
+    with pytest.raises(StoreError) as info:
+        RunSnapshot.from_dict(data)
+    assert info.value.run_id is None and info.value.hint
 
 
 class _Nothing:

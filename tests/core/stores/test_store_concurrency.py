@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import socket
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lovia.exceptions import SessionBusyError, UserError
@@ -57,12 +59,12 @@ async def finish(proc: asyncio.subprocess.Process) -> None:
 async def test_eight_processes_appending_to_distinct_sessions_lose_nothing(
     db_backend: Backend,
 ) -> None:
-    store = db_backend.session()
-    await store.load("warm-up")  # create the tables before the race, as a deployment would
+    # No warm-up: the workers also race to create the schema and tables on first use.
     procs = [await spawn(db_backend, "append", f"s{i}", 15) for i in range(8)]
     for proc in procs:
         assert await next_line(proc) == "done"
         await finish(proc)
+    store = db_backend.session()
     checkpointer = db_backend.checkpointer()
     for i in range(8):
         segments = await store.segments(f"s{i}")
@@ -196,6 +198,35 @@ async def test_an_sqlite_lease_from_another_host_holds_until_it_expires(tmp_path
             ) == [(0,)]
 
 
+@pytest.mark.skipif(not Path("/proc/self/ns/pid").exists(), reason="Linux PID namespaces")
+async def test_an_sqlite_lease_from_another_pid_namespace_is_not_judged_by_its_pid(
+    tmp_path: Path,
+) -> None:
+    """A container sharing the file and the host name: its pids are not ours to probe."""
+    gone = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+    await gone.wait()  # a pid that (almost surely) names no live process here
+    async with SQLiteSession(tmp_path / "s.db") as store:
+        await store.load("s")
+        backend = Backend("sqlite", str(tmp_path / "s.db"))
+        for host in (socket.gethostname(), "elsewhere"):
+            backend.sql(
+                "INSERT OR REPLACE INTO session_leases VALUES ('s', ?, ?)",
+                (f"{host}:{gone.pid}:x", time.time() + 3600),
+            )
+            with pytest.raises(SessionBusyError):
+                async with store.lease("s", wait=False):
+                    pass
+        # The same owner seen from our own namespace is known dead and taken over at once.
+        async with store.lease("probe", wait=False):
+            ((owner,),) = backend.sql("SELECT owner FROM session_leases WHERE session_id = 'probe'")
+        backend.sql(
+            "INSERT OR REPLACE INTO session_leases VALUES ('s', ?, ?)",
+            (f"{owner.split(':')[0]}:{gone.pid}:x", time.time() + 3600),
+        )
+        async with store.lease("s", wait=False):
+            pass
+
+
 async def test_an_sqlite_lease_is_renewed_while_held(tmp_path: Path) -> None:
     async with SQLiteSession(tmp_path / "s.db", lease_ttl=0.3) as store:
         backend = Backend("sqlite", str(tmp_path / "s.db"))
@@ -220,6 +251,26 @@ async def test_a_cancelled_waiter_leaves_no_lease_behind(backend: Backend) -> No
         pass
 
 
+async def test_a_lease_cancelled_while_being_taken_is_handed_back(backend: Backend) -> None:
+    """The session is free, so the attempt succeeds in the database while being cancelled."""
+    store = backend.session()
+    for i in range(10):
+        lease = store.lease(f"s{i}", wait=False)
+        attempt = asyncio.create_task(lease.__aenter__())
+        await asyncio.sleep(0)  # let it start its attempt; the cancel lands inside it
+        attempt.cancel()
+        try:
+            await attempt
+        except asyncio.CancelledError:
+            pass
+        else:  # the in-memory lease is taken without suspending: nothing to cancel
+            await lease.__aexit__(None, None, None)
+        async with store.lease(f"s{i}", wait=False):
+            pass
+    if backend.name == "sqlite":
+        assert backend.sql("SELECT count(*) FROM session_leases") == [(0,)]
+
+
 async def test_errors_inside_a_lease_pass_through_untranslated(db_backend: Backend) -> None:
     import sqlite3
 
@@ -237,3 +288,38 @@ async def test_errors_inside_a_lease_pass_through_untranslated(db_backend: Backe
     assert info.value is error
     async with store.lease("s", wait=False):
         pass
+
+
+async def test_postgres_lease_waiters_do_not_starve_the_holder_of_connections(
+    pg_dsn: str, pg_schema: str
+) -> None:
+    """Waiting callers must not sit on pooled connections: with a pool of two, a holder and
+    three waiters, the holder still gets a connection for its own appends."""
+    from lovia.stores import PostgresSession
+    from psycopg_pool import AsyncConnectionPool
+
+    async with AsyncConnectionPool(
+        pg_dsn, min_size=1, max_size=2, timeout=5, open=False, kwargs={"autocommit": True}
+    ) as pool:
+        store = PostgresSession(pool, schema=pg_schema)
+        await store.load("warm-up")
+        entered: list[int] = []
+        async with store.lease("s"):
+            waiters = [
+                asyncio.create_task(_lease_and_note(store, "s", i, entered)) for i in range(3)
+            ]
+            # Let every waiter make an attempt (each asks the pool at least once).
+            deadline = time.monotonic() + 30
+            while pool.get_stats().get("requests_num", 0) < 8:
+                assert time.monotonic() < deadline, pool.get_stats()
+                await asyncio.sleep(0.01)
+            for i in range(3):
+                await store.append("s", [InputEntry("user", f"held {i}")], run_id=f"h{i}")
+        await asyncio.gather(*waiters)
+        assert sorted(entered) == [0, 1, 2]
+        assert len(await store.load("s")) == 3
+
+
+async def _lease_and_note(store: Any, session_id: str, i: int, entered: list[int]) -> None:
+    async with store.lease(session_id, timeout=60):
+        entered.append(i)

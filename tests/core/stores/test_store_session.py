@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from lovia.checkpointer import RunHead
 from lovia.exceptions import StoreError, UserError
 from lovia.parts import FilePart, ImagePart, TextPart
 from lovia.session import Segment
@@ -141,6 +142,29 @@ async def test_history_persists_across_store_instances(db_backend: Backend) -> N
     assert await db_backend.session().load("s") == run_entries(1)
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"type": "input", "role": "user", "content": "a dict, not an entry"},
+        "plain text",
+        ReasoningEntry("thinking", metadata={"handle": object()}),
+    ],
+    ids=["dict", "str", "non-json-metadata"],
+)
+async def test_appending_something_that_is_not_a_storable_entry_is_a_user_error(
+    backend: Backend, bad: object
+) -> None:
+    store = backend.session()
+    with pytest.raises(UserError) as info:
+        await store.append("s", [InputEntry("user", "ok"), bad], run_id="r")  # type: ignore[list-item]
+    assert info.value.hint
+    assert await store.load("s") == []
+    checkpointer = backend.checkpointer()
+    with pytest.raises(UserError):
+        await checkpointer.append("r", [bad], RunHead(agent_name="a"))  # type: ignore[list-item]
+    assert await checkpointer.load("r") is None
+
+
 async def test_a_blank_session_id_is_a_user_error(backend: Backend) -> None:
     with pytest.raises(UserError):
         await backend.session().append("", run_entries(1))
@@ -230,6 +254,75 @@ async def test_rewind_to_zero_empties_and_past_the_end_is_a_no_op(backend: Backe
     assert await store.load("s") == run_entries(1)
     assert await store.rewind("s", keep_entries=0) == 4
     assert await store.load("s") == []
+
+
+async def test_rewind_inside_a_parallel_call_group_drops_only_the_unanswered_call(
+    backend: Backend,
+) -> None:
+    parallel: list[TranscriptEntry] = [
+        InputEntry("user", "both"),
+        ToolCallEntry("a", "read", "{}"),
+        ToolCallEntry("b", "read", "{}"),
+        ToolResultEntry("a", "A"),
+        ToolResultEntry("b", "B"),
+        AssistantTextEntry("done"),
+    ]
+    store = backend.session()
+    await store.append("s", run_entries(1), run_id="r1")
+    await store.append("s", parallel, run_id="r2", meta={"m": 2})
+    # The cut keeps call a, call b and result a: call b has lost its result.
+    assert await store.rewind("s", keep_entries=4 + 4) == 3
+    assert await store.segments("s") == [
+        Segment("r1", tuple(run_entries(1))),
+        Segment("r2", (parallel[0], parallel[1], parallel[3]), {}),
+    ]
+
+
+async def test_rewind_deletes_a_cut_run_left_empty(backend: Backend) -> None:
+    store = backend.session()
+    await store.append("s", run_entries(1), run_id="r1")
+    await store.append(
+        "s", [ToolCallEntry("x", "t", "{}"), ToolResultEntry("x", "ok")], run_id="r2"
+    )
+    await store.append("s", run_entries(3), run_id="r3")
+    assert await store.rewind("s", keep_entries=5) == 6
+    assert await store.segments("s") == [Segment("r1", tuple(run_entries(1)))]
+
+
+async def test_maintenance_leaves_other_sessions_alone(backend: Backend) -> None:
+    store = backend.session()
+    for sid in ("s", "other"):
+        for n in range(2):
+            await store.append(sid, big_run(n), run_id=f"r{n}", meta={"m": n})
+    await store.trim_tool_results("s", keep_chars=5, keep_runs=0)
+    await store.rewind("s", keep_entries=3)
+    assert await store.segments("other") == [
+        Segment(f"r{n}", tuple(big_run(n)), {"m": n}) for n in range(2)
+    ]
+
+
+async def test_maintenance_of_an_unknown_session_changes_nothing(backend: Backend) -> None:
+    store = backend.session()
+    assert await store.trim_tool_results("nobody") == 0
+    assert await store.rewind("nobody", keep_entries=0) == 0
+    assert await store.rewind("nobody", keep_entries=5) == 0
+    assert await store.load("nobody") == []
+
+
+async def test_trim_keeps_the_last_runs_and_small_results_untouched(backend: Backend) -> None:
+    store = backend.session()
+    for n in range(3):
+        await store.append("s", big_run(n, size=100), run_id=f"r{n}")
+    # Defaults: keep_chars=400 leaves 100-char results alone even in old runs.
+    assert await store.trim_tool_results("s") == 0
+    assert await store.trim_tool_results("s", keep_chars=99, keep_runs=2) == 1
+    segments = await store.segments("s")
+    assert [list(s.entries) == big_run(n, size=100) for n, s in enumerate(segments)] == [
+        False,
+        True,
+        True,
+    ]
+    assert await store.trim_tool_results("s", keep_chars=99, keep_runs=5) == 0
 
 
 async def test_rewind_validates_its_argument(backend: Backend) -> None:

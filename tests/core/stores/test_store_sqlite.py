@@ -56,3 +56,14 @@ async def test_an_unwritable_path_is_a_store_error(tmp_path: Path) -> None:
     assert isinstance(info.value.__cause__, sqlite3.Error)
     assert info.value.hint
     await store.aclose()
+
+
+async def test_a_failed_lease_release_does_not_mask_the_run_outcome(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SQLiteSession(tmp_path / "s.db")
+    with pytest.raises(RuntimeError, match="the run's own"):
+        async with store.lease("s"):
+            await store.aclose()  # the release that follows cannot reach the database
+            raise RuntimeError("the run's own")
+    assert "releasing the lease on session 's' failed" in caplog.text

@@ -65,11 +65,13 @@ async def test_postgres_urls_take_the_schema_from_the_query(pg_dsn: str, pg_sche
     checkpointer = open_checkpointer(f"{pg_dsn.replace('postgresql', 'postgres', 1)}?schema=x")
     assert isinstance(session, PostgresSession)
     assert isinstance(checkpointer, PostgresCheckpointer)
-    await session.append("s", [InputEntry("user", "hi")])
-    async with PostgresSession(pg_dsn, schema=pg_schema) as again:
-        assert await again.load("s") == [InputEntry("user", "hi")]
-    await session.aclose()
-    await checkpointer.aclose()
+    try:
+        await session.append("s", [InputEntry("user", "hi")])
+        async with PostgresSession(pg_dsn, schema=pg_schema) as again:
+            assert await again.load("s") == [InputEntry("user", "hi")]
+    finally:
+        await session.aclose()
+        await checkpointer.aclose()
 
 
 @pytest.mark.parametrize("url", ["redis://localhost", "no-scheme", "://x"])
@@ -119,3 +121,26 @@ def test_the_stores_satisfy_the_protocols(tmp_path: Path) -> None:
     checkpointers: list[Checkpointer] = [InMemoryCheckpointer(), SQLiteCheckpointer(":memory:")]
     postgres: tuple[type[Session], type[Checkpointer]] = (PostgresSession, PostgresCheckpointer)
     assert len(sessions) == len(checkpointers) == len(postgres) == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "module"),
+    [
+        ("CheckpointOptions", lovia.checkpointer),
+        ("Checkpointer", lovia.checkpointer),
+        ("RunHead", lovia.checkpointer),
+        ("RunSnapshot", lovia.checkpointer),
+        ("Segment", lovia.session),
+        ("Session", lovia.session),
+        ("InMemoryCheckpointer", lovia.stores),
+        ("InMemorySession", lovia.stores),
+        ("PostgresCheckpointer", lovia.stores),
+        ("PostgresSession", lovia.stores),
+        ("SQLiteCheckpointer", lovia.stores),
+        ("SQLiteSession", lovia.stores),
+    ],
+)
+def test_the_user_facing_names_are_importable_from_lovia(name: str, module: ModuleType) -> None:
+    import lovia
+
+    assert getattr(lovia, name) is getattr(module, name)

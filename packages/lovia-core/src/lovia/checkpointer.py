@@ -57,6 +57,7 @@ class RunHead:
     turns: int = 0
     """Completed turns (model calls)."""
     status: RunStatus = "running"
+    """``running`` while in flight (or after a crash), else how the run ended."""
     output: Any = None
     """The final output as JSON-safe data once ``completed`` (arbitrary by design)."""
     error: dict[str, Any] | None = None
@@ -128,9 +129,11 @@ class RunSnapshot:
     """A checkpointed run: its id, its own entries and its head."""
 
     run_id: str
+    """The run's global key."""
     entries: tuple[TranscriptEntry, ...]
     """The run's own entries in order (not the session history)."""
     head: RunHead
+    """The latest head written with the entries."""
 
     def to_dict(self) -> dict[str, Any]:
         """The snapshot as JSON-safe data, tagged with ``SNAPSHOT_VERSION``."""
@@ -154,7 +157,10 @@ class RunSnapshot:
         """
         run_id = data.get("run_id") if isinstance(data, dict) else None
         if not isinstance(data, dict) or not isinstance(run_id, str):
-            raise StoreError("not a run snapshot: expected an object with a string 'run_id'")
+            raise StoreError(
+                "not a run snapshot: expected an object with a string 'run_id'",
+                hint="pass the data RunSnapshot.to_dict() produced",
+            )
         version = data.get("version", SNAPSHOT_VERSION)
         if not isinstance(version, int) or version > SNAPSHOT_VERSION:
             raise StoreError(
@@ -169,8 +175,13 @@ class RunSnapshot:
                 raise ValueError("'entries' must be a list")
             entries = tuple(entry_from_dict(e) for e in raw_entries)
             head = RunHead.from_dict(data.get("head"))
-        except ValueError as exc:
-            raise StoreError(f"malformed snapshot of run {run_id!r}: {exc}", run_id=run_id) from exc
+        except (ValueError, TypeError, UserError) as exc:
+            why = exc.message if isinstance(exc, UserError) else str(exc)
+            raise StoreError(
+                f"malformed snapshot of run {run_id!r}: {why}",
+                run_id=run_id,
+                hint="the snapshot data was altered or truncated; restore it from its source",
+            ) from exc
         return cls(run_id, entries, head)
 
 

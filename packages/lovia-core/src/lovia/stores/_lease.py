@@ -18,9 +18,15 @@ from ..exceptions import SessionBusyError, UserError
 def check_lease_args(session_id: str, timeout: float | None) -> None:
     """Refuse a blank session id or a negative timeout."""
     if not isinstance(session_id, str) or not session_id:
-        raise UserError(f"session_id must be a non-empty string, got {session_id!r}")
+        raise UserError(
+            f"session_id must be a non-empty string, got {session_id!r}",
+            hint="lease the same session_id the run appends to",
+        )
     if timeout is not None and timeout < 0:
-        raise UserError(f"lease timeout must be >= 0 seconds or None, got {timeout!r}")
+        raise UserError(
+            f"lease timeout must be >= 0 seconds or None, got {timeout!r}",
+            hint="timeout=None waits without limit; wait=False fails at once",
+        )
 
 
 def busy(session_id: str, *, waited: float | None) -> SessionBusyError:

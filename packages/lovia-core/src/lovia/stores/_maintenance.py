@@ -24,13 +24,19 @@ def check_trim_args(keep_chars: int, keep_runs: int) -> None:
     """Refuse negative or non-integer trim arguments."""
     for name, value in (("keep_chars", keep_chars), ("keep_runs", keep_runs)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise UserError(f"{name} must be an int >= 0, got {value!r}")
+            raise UserError(
+                f"{name} must be an int >= 0, got {value!r}",
+                hint="e.g. trim_tool_results(session_id, keep_chars=400, keep_runs=1)",
+            )
 
 
 def check_rewind_args(keep_entries: int) -> None:
     """Refuse a negative or non-integer ``keep_entries``."""
     if isinstance(keep_entries, bool) or not isinstance(keep_entries, int) or keep_entries < 0:
-        raise UserError(f"keep_entries must be an int >= 0, got {keep_entries!r}")
+        raise UserError(
+            f"keep_entries must be an int >= 0, got {keep_entries!r}",
+            hint="it counts entries of the flat load(); 0 empties the session",
+        )
 
 
 def trim_segment(

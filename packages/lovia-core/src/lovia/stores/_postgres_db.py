@@ -78,7 +78,10 @@ class PostgresDatabase:
                 "PostgreSQL stores need psycopg 3 and psycopg_pool", hint=_INSTALL_HINT
             ) from exc
         if schema is not None and not (isinstance(schema, str) and schema):
-            raise UserError(f"schema must be a non-empty string or None, got {schema!r}")
+            raise UserError(
+                f"schema must be a non-empty string or None, got {schema!r}",
+                hint="name a PostgreSQL schema (created on first use), or None for search_path",
+            )
         self.schema = schema
         self.prefix = "" if schema is None else quote_ident(schema) + "."
         if isinstance(dsn_or_pool, str):
@@ -133,7 +136,9 @@ class PostgresDatabase:
             if self._ready:
                 return
             if self._owns_pool:
-                await self._pool.open(wait=True)
+                # Not open(wait=True): a caller cancelled inside that wait leaves the pool
+                # unable to wait again; the first connection below waits just the same.
+                await self._pool.open()
             async with self._pool.connection() as conn, conn.transaction():
                 await conn.execute(
                     "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",

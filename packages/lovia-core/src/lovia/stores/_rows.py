@@ -14,30 +14,79 @@ from uuid import uuid4
 
 from ..checkpointer import RunHead, RunSnapshot
 from ..exceptions import StoreError, UserError
-from ..transcript import TranscriptEntry, entry_from_dict, entry_to_dict, to_json_safe
+from ..transcript import (
+    AssistantTextEntry,
+    InputEntry,
+    ReasoningEntry,
+    ToolCallEntry,
+    ToolResultEntry,
+    TranscriptEntry,
+    entry_from_dict,
+    entry_to_dict,
+    to_json_safe,
+)
 
 ROW_VERSION = 1
 """The version written into every row; rows with a higher one are refused."""
+
+# What decoding stored data may raise: a malformed entry is a ValueError, but a part that
+# breaks its own invariants (an image with no source, bad base64) raises UserError.
+_MALFORMED = (ValueError, TypeError, UserError)
+
+_ENTRY_CLASSES = (InputEntry, AssistantTextEntry, ReasoningEntry, ToolCallEntry, ToolResultEntry)
+
+
+def _reason(exc: Exception) -> str:
+    """An exception's message without a hint meant for the original caller."""
+    return exc.message if isinstance(exc, UserError) else str(exc)
 
 
 def new_run_id(run_id: str | None) -> str:
     """``run_id`` validated, or a fresh uuid hex when ``None``."""
     if run_id is None:
         return uuid4().hex
-    if not isinstance(run_id, str) or not run_id:
-        raise UserError(f"run_id must be a non-empty string, got {run_id!r}")
+    check_run_id(run_id)
     return run_id
+
+
+def check_run_id(run_id: str) -> None:
+    """Refuse a run id that is not a non-empty string (a usage mistake)."""
+    if not isinstance(run_id, str) or not run_id:
+        raise UserError(
+            f"run_id must be a non-empty string, got {run_id!r}",
+            hint="use a stable id such as a request id (or None where one is generated)",
+        )
 
 
 def check_session_id(session_id: str) -> None:
     """Refuse a session id that is not a non-empty string (a usage mistake)."""
     if not isinstance(session_id, str) or not session_id:
-        raise UserError(f"session_id must be a non-empty string, got {session_id!r}")
+        raise UserError(
+            f"session_id must be a non-empty string, got {session_id!r}",
+            hint="use one stable id per conversation, e.g. a user or thread id",
+        )
 
 
 def encode_entries(entries: Sequence[TranscriptEntry]) -> str:
-    """Entries as compact JSON text (non-ASCII kept verbatim)."""
-    return _dumps([entry_to_dict(e) for e in entries])
+    """Entries as compact JSON text (non-ASCII kept verbatim).
+
+    ``UserError`` for an item that is not a transcript entry, or one holding data that is
+    not JSON-safe (a reasoning entry's ``metadata``).
+    """
+    for e in entries:
+        if not isinstance(e, _ENTRY_CLASSES):
+            raise UserError(
+                f"stores keep transcript entries, got {type(e).__name__}",
+                hint="pass lovia.transcript entries (InputEntry, ToolResultEntry, ...), "
+                "e.g. from input_to_entries(...) or a run result's entries",
+            )
+    try:
+        return _dumps([entry_to_dict(e) for e in entries])
+    except TypeError as exc:
+        raise UserError(
+            f"a transcript entry is not JSON-safe: {exc}",
+            hint="entry metadata must be plain dicts, lists, str and numbers",
+        ) from exc
 
 
 def encode_meta(meta: dict[str, Any] | None) -> str:
@@ -68,8 +117,8 @@ def decode_entries(text: Any, version: Any, *, run_id: str, row: object) -> list
         raise _corrupt(run_id, row, "entries are not a JSON array")
     try:
         return [entry_from_dict(item) for item in data]
-    except ValueError as exc:
-        raise _corrupt(run_id, row, str(exc)) from exc
+    except _MALFORMED as exc:
+        raise _corrupt(run_id, row, _reason(exc)) from exc
 
 
 def decode_meta(text: Any, version: Any, *, run_id: str, row: object) -> dict[str, Any]:
@@ -85,8 +134,8 @@ def decode_head(text: Any, version: Any, *, run_id: str, row: object) -> RunHead
     data = _load(text, version, run_id=run_id, row=row)
     try:
         return RunHead.from_dict(data)
-    except (ValueError, TypeError) as exc:
-        raise _corrupt(run_id, row, str(exc)) from exc
+    except _MALFORMED as exc:
+        raise _corrupt(run_id, row, _reason(exc)) from exc
 
 
 def build_snapshot(

@@ -113,7 +113,10 @@ class SQLiteDatabase:
 
     def _connection(self) -> sqlite3.Connection:
         if self._closed:
-            raise StoreError(f"SQLite store {self.path!r} is closed")
+            raise StoreError(
+                f"SQLite store {self.path!r} is closed",
+                hint="aclose() ends a store for good; build a new one to use the file again",
+            )
         if self._conn is None:
             conn = sqlite3.connect(
                 self.path,

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any, Literal, overload
 
 from ..checkpointer import Checkpointer, RunHead, RunSnapshot
-from ..exceptions import UserError
 from ..session import Segment, Session
 from ..transcript import TranscriptEntry
 from . import _maintenance, _rows
@@ -132,9 +131,9 @@ class InMemoryCheckpointer:
 
     async def append(self, run_id: str, entries: Sequence[TranscriptEntry], head: RunHead) -> None:
         """Add ``entries`` and replace the head (frozen by copy)."""
-        if not isinstance(run_id, str) or not run_id:
-            raise UserError(f"run_id must be a non-empty string, got {run_id!r}")
-        _rows.encode_head(head)  # same JSON-safety rule as the database stores
+        _rows.check_run_id(run_id)
+        _rows.encode_entries(entries)  # same validation as the database stores
+        _rows.encode_head(head)
         frozen = _frozen(head)
         stored = self._runs.get(run_id)
         if stored is None:

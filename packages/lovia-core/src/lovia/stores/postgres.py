@@ -7,7 +7,9 @@ plus ``snapshot_heads``, a schema version on every row), so one test suite cover
 The session lease is a session-level ``pg_advisory_lock`` held on a pooled connection for
 the duration of the lease: the server releases it when the connection ends, so a crashed
 worker never leaves a session locked. While leased, that connection is not available to the
-pool; size ``max_connections`` above the number of sessions leased at once.
+pool; size ``max_connections`` above the number of sessions leased at once. A caller waiting
+for a lease borrows a connection only for each brief attempt, so waiters never starve the
+holder of the connections its appends need.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..checkpointer import Checkpointer, RunHead, RunSnapshot
-from ..exceptions import UserError
 from ..session import Segment, Session
 from ..transcript import TranscriptEntry
 from . import _maintenance, _rows
@@ -208,17 +209,34 @@ class PostgresSession:
     ) -> AsyncIterator[None]:
         check_lease_args(session_id, timeout)
         key = f"lovia.session:{self._db.schema or ''}:{session_id}"
+        backoff = Backoff(timeout)
+        # A waiter gives its connection back between attempts: were it kept, waiters could
+        # drain the pool and the holder could no longer append, a deadlock.
+        while (conn := await self._try_lease(key)) is None:
+            if not wait or not await backoff.wait():
+                raise busy(session_id, waited=timeout if wait else None)
+        try:
+            # The run's own errors pass through untranslated: only our SQL is ours.
+            yield
+        finally:
+            await self._release(conn)
+
+    async def _try_lease(self, key: str) -> AsyncConnection[Any] | None:
+        """A pooled connection now holding the advisory lock ``key``, or ``None`` if busy."""
         conn = await self._db.getconn()
         try:
-            try:
-                backoff = Backoff(timeout)
-                while not await _try_lock(conn, key):
-                    if not wait or not await backoff.wait():
-                        raise busy(session_id, waited=timeout if wait else None)
-                # The run's own errors pass through untranslated: only our SQL is ours.
-                yield
-            finally:
-                await _unlock_or_discard(conn)
+            locked = await _try_lock(conn, key)
+        except BaseException:
+            await self._release(conn)  # the server may have granted it before the error
+            raise
+        if locked:
+            return conn
+        await self._db.putconn(conn)
+        return None
+
+    async def _release(self, conn: AsyncConnection[Any]) -> None:
+        try:
+            await _unlock_or_discard(conn)
         finally:
             await self._db.putconn(conn)
 
@@ -249,8 +267,7 @@ class PostgresCheckpointer:
 
     async def append(self, run_id: str, entries: Sequence[TranscriptEntry], head: RunHead) -> None:
         """Add ``entries`` (no row when empty) and replace the head, in one transaction."""
-        if not isinstance(run_id, str) or not run_id:
-            raise UserError(f"run_id must be a non-empty string, got {run_id!r}")
+        _rows.check_run_id(run_id)
         encoded = _rows.encode_entries(entries) if entries else None
         encoded_head = _rows.encode_head(head)
 
@@ -308,20 +325,33 @@ async def _try_lock(conn: AsyncConnection[Any], key: str) -> bool:
 
 
 async def _unlock_or_discard(conn: AsyncConnection[Any]) -> None:
-    """Release every session-level advisory lock; a connection that cannot is closed, so a
-    lock never travels back into the pool with it (the server drops it with the connection)."""
+    """Release every session-level advisory lock of ``conn``.
+
+    A connection that cannot is closed instead, so a lock never travels back into the pool
+    with it (the server drops its locks with the connection). A failed unlock is logged,
+    not raised: it must not replace the outcome of the run that held the lease.
+    """
     import psycopg
 
     try:
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_unlock_all()")
-    except BaseException:
-        try:
-            await conn.close()
-        except psycopg.Error:
-            # Closing is already the fallback; the server releases locks with the connection.
-            logger.debug("closing a lease connection failed", exc_info=True)
+    except psycopg.Error:
+        logger.warning("releasing a session lease failed; closing its connection", exc_info=True)
+        await _close_quietly(conn)
+    except BaseException:  # cancelled mid-release: closing still frees the lock
+        await _close_quietly(conn)
         raise
+
+
+async def _close_quietly(conn: AsyncConnection[Any]) -> None:
+    import psycopg
+
+    try:
+        await conn.close()
+    except psycopg.Error:
+        # Closing is already the fallback; the server releases locks with the connection.
+        logger.debug("closing a lease connection failed", exc_info=True)
 
 
 @overload

@@ -9,7 +9,7 @@ Tables (one file can hold both stores):
 * ``session_leases``: one row per leased session with an ``owner`` and an ``expires_at``,
   written under ``BEGIN IMMEDIATE``. The holder renews it while it runs. A lease whose
   holder died is taken over once it expires, or at once when the owner was a process on
-  this host that no longer exists.
+  this host (same host name and, on Linux, same PID namespace) that no longer exists.
 * ``snapshot_turns`` (one row per non-empty checkpoint append) and ``snapshot_heads`` (one
   row per run, replaced on every append), written together in one transaction.
 
@@ -19,10 +19,12 @@ Every row carries a schema version; see ``_rows`` for how unreadable rows are re
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket
 import sqlite3
+import threading
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -59,7 +61,10 @@ class SQLiteSession:
         self, path: str | os.PathLike[str], *, wal: bool = False, lease_ttl: float = 30.0
     ) -> None:
         if lease_ttl <= 0:
-            raise UserError(f"lease_ttl must be > 0 seconds, got {lease_ttl!r}")
+            raise UserError(
+                f"lease_ttl must be > 0 seconds, got {lease_ttl!r}",
+                hint="the default of 30 s suits most runs; the holder renews it while running",
+            )
         self._db = SQLiteDatabase(path, wal=wal)
         self._lease_ttl = lease_ttl
 
@@ -197,15 +202,22 @@ class SQLiteSession:
         self, session_id: str, *, wait: bool, timeout: float | None
     ) -> AsyncIterator[None]:
         check_lease_args(session_id, timeout)
-        owner = f"{socket.gethostname()}:{os.getpid()}:{uuid4().hex}"
+        owner = f"{_host_id()}:{os.getpid()}:{uuid4().hex}"
         backoff = Backoff(timeout)
         ttl = self._lease_ttl
+        # A cancelled attempt cannot stop its worker thread. Checked inside the transaction,
+        # this flag stops an attempt that has not run yet; the release undoes one that has.
+        abandoned = threading.Event()
+
+        def take(conn: sqlite3.Connection) -> bool:
+            return not abandoned.is_set() and _take_lease(conn, session_id, owner, ttl)
+
         try:
-            while not await self._db.write(lambda c: _take_lease(c, session_id, owner, ttl)):
+            while not await self._db.write(take):
                 if not wait or not await backoff.wait():
                     raise busy(session_id, waited=timeout if wait else None)
         except asyncio.CancelledError:
-            # Cancelled mid-write: the row may have been taken in the worker thread anyway.
+            abandoned.set()
             await asyncio.shield(self._release(session_id, owner))
             raise
         renewer = asyncio.create_task(self._renew(session_id, owner))
@@ -218,7 +230,14 @@ class SQLiteSession:
                 await asyncio.wait([renewer])
             finally:
                 # Shielded: a cancelled run must still hand the session back promptly.
-                await asyncio.shield(self._release(session_id, owner))
+                try:
+                    await asyncio.shield(self._release(session_id, owner))
+                except StoreError:
+                    # Not raised over the run's own outcome; the lease then lapses with
+                    # its expiry (lease_ttl) instead.
+                    logger.warning(
+                        "releasing the lease on session %r failed", session_id, exc_info=True
+                    )
 
     async def _release(self, session_id: str, owner: str) -> None:
         await self._db.write(
@@ -269,8 +288,7 @@ class SQLiteCheckpointer:
 
     async def append(self, run_id: str, entries: Sequence[TranscriptEntry], head: RunHead) -> None:
         """Add ``entries`` (no row when empty) and replace the head, in one transaction."""
-        if not isinstance(run_id, str) or not run_id:
-            raise UserError(f"run_id must be a non-empty string, got {run_id!r}")
+        _rows.check_run_id(run_id)
         encoded = _rows.encode_entries(entries) if entries else None
         encoded_head = _rows.encode_head(head)
 
@@ -347,6 +365,20 @@ def _renew_lease(conn: sqlite3.Connection, session_id: str, owner: str, expires:
     return cur.rowcount == 1
 
 
+@functools.cache
+def _host_id() -> str:
+    """This host as lease owners name it: the host name, plus the PID namespace on Linux.
+
+    Containers sharing a volume may share a host name while their pids mean different
+    processes; a holder is only judged by its pid when that pid is in our namespace.
+    """
+    try:
+        namespace = f"/pidns{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:
+        namespace = ""
+    return socket.gethostname().replace(":", "_") + namespace
+
+
 def _holder_is_dead(owner: str) -> bool:
     """Whether ``owner`` was a process on this host that no longer exists.
 
@@ -355,7 +387,7 @@ def _holder_is_dead(owner: str) -> bool:
     """
     host, _, rest = owner.partition(":")
     pid_text = rest.partition(":")[0]
-    if os.name != "posix" or host != socket.gethostname() or not pid_text.isdigit():
+    if os.name != "posix" or host != _host_id() or not pid_text.isdigit():
         return False
     pid = int(pid_text)
     if pid == os.getpid():
