@@ -14,7 +14,7 @@ from lovia.tools.base import Tool
 from lovia.transcript import InputEntry, ToolResultEntry, TranscriptEntry
 from lovia.workspace import LocalWorkspaceSession, Workspace
 
-from .ws_support import wait_gone
+from .ws_support import RUN, wait_gone
 
 
 class SnapshotProvider(ScriptedProvider):
@@ -105,15 +105,17 @@ async def test_denied_paths_hold_for_custom_tools_via_ctx_workspace(tmp_path: Pa
 async def test_per_run_session_dies_with_the_run_but_a_bound_one_survives(tmp_path: Path) -> None:
     ws = Workspace.local(tmp_path, mode="trusted")
     start = [
-        call("shell", {"command": "sleep 1040.25", "background": True}, call_id="c1"),
+        call("shell", {"command": f"sleep 1040.{RUN}", "background": True}, call_id="c1"),
         text("started"),
     ]
     await Runner.run(Agent(name="a", model=ScriptedProvider(start), workspace=ws), "go")
-    assert wait_gone("sleep 1040.25") == []  # the run's own session reaped it
+    assert wait_gone(f"sleep 1040.{RUN}") == []  # the run's own session reaped it
 
     async with ws.session() as bound:
         script = [
-            call("shell", {"command": "echo up; sleep 1041.25", "background": True}, call_id="c1"),
+            call(
+                "shell", {"command": f"echo up; sleep 1041.{RUN}", "background": True}, call_id="c1"
+            ),
             text("started"),
         ]
         await Runner.run(Agent(name="a", model=ScriptedProvider(script), workspace=bound), "go")
@@ -128,12 +130,12 @@ async def test_per_run_session_dies_with_the_run_but_a_bound_one_survives(tmp_pa
         first, second = follow.sent
         reminder = first[-1]
         assert isinstance(reminder, InputEntry) and reminder.role == "user"
-        assert "p1 `echo up; sleep 1041.25`: running" in str(reminder.content)
+        assert f"p1 `echo up; sleep 1041.{RUN}`: running" in str(reminder.content)
         assert not any("Background processes" in str(getattr(e, "content", "")) for e in second)
         assert not any(
             "Background processes" in str(getattr(e, "content", "")) for e in result.entries
         )
-    assert wait_gone("sleep 1041.25") == []
+    assert wait_gone(f"sleep 1041.{RUN}") == []
 
 
 async def test_view_image_reaches_vision_models_only(tmp_path: Path) -> None:

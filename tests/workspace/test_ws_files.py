@@ -295,16 +295,29 @@ def test_swapped_parent_directory_is_refused(root: Path) -> None:
     (root / "d").symlink_to(elsewhere, target_is_directory=True)
     with pytest.raises(PermissionDeniedError, match="changed"):
         open_checked(judged)
-    with pytest.raises(PermissionDeniedError, match="changed"):
+    with pytest.raises(PermissionDeniedError, match="swapped in"):
         write_atomic(judged, b"pwned", create_only=False)
     assert (elsewhere / "f").read_text() == "s"
 
 
 async def test_closed_session_raises(root: Path) -> None:
-    s = session_for(root)
+    (root / "x").write_text("a")
+    s = session_for(root, policy=WorkspacePolicy.trusted())
     await s.close()
-    with pytest.raises(WorkspaceClosedError):
-        await s.read_text("x")
+    calls = [
+        s.read_text("x"),
+        s.read_bytes("x"),
+        s.write_text("y", "b"),
+        s.edit_text("x", "a", "b"),
+        s.list_files("."),
+        s.grep("a"),
+        s.run("true"),
+        s.spawn("true"),
+    ]
+    for call in calls:
+        with pytest.raises(WorkspaceClosedError):
+            await call
+    assert (root / "x").read_text() == "a" and not (root / "y").exists()
     await s.close()  # idempotent
 
 

@@ -6,6 +6,7 @@ Under LOVIA_CI=1 these tests fail (not skip) when bwrap is missing.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import sys
 from collections.abc import AsyncIterator
@@ -23,7 +24,7 @@ from lovia.workspace import (
 
 from tests.support import require
 
-from .ws_support import until_running, wait_gone
+from .ws_support import RUN, until_running, wait_gone
 
 
 @pytest.fixture
@@ -52,8 +53,13 @@ async def server() -> AsyncIterator[int]:
         yield port
 
 
+# The sandbox gives commands a private /tmp, and CI may clone the repo (and its venv) under
+# /tmp: run the base interpreter the venv links to, which lives outside it.
+PYTHON = os.path.realpath(sys.executable)
+
+
 def py(code: str) -> str:
-    return f'{sys.executable} -c "{code}"'
+    return f'{PYTHON} -c "{code}"'
 
 
 async def test_denied_paths_are_invisible_inside(
@@ -148,24 +154,28 @@ async def test_timeout_kills_setsid_children_through_the_pid_namespace(
 ) -> None:
     s = LocalWorkspaceSession(root, policy=WorkspacePolicy.trusted(), executor=bwrap)
     # env -i scrubs the environment too, so only the PID namespace can still reach it.
-    task = asyncio.create_task(s.run("setsid env -i sleep 1030.25 & sleep 1031.25", timeout=1.5))
-    await until_running("sleep 1030.25")  # the detached child is up before the timeout fires
-    await until_running("sleep 1031.25")
+    task = asyncio.create_task(
+        s.run(f"setsid env -i sleep 1030.{RUN} & sleep 1031.{RUN}", timeout=1.5)
+    )
+    await until_running(f"sleep 1030.{RUN}")  # the detached child is up before the timeout fires
+    await until_running(f"sleep 1031.{RUN}")
     result = await task
     assert result.timed_out
-    assert wait_gone("sleep 1030.25") == [] and wait_gone("sleep 1031.25") == []
+    assert wait_gone(f"sleep 1030.{RUN}") == [] and wait_gone(f"sleep 1031.{RUN}") == []
 
 
 async def test_background_processes_run_in_the_sandbox(
     bwrap: BubblewrapExecutor, root: Path
 ) -> None:
     s = LocalWorkspaceSession(root, policy=WorkspacePolicy.trusted(), executor=bwrap)
-    await s.spawn("echo pid=$$; touch /usr/probe 2>&1; setsid env -i sleep 1032.25 & sleep 1033.25")
-    await until_running("sleep 1033.25")
+    await s.spawn(
+        f"echo pid=$$; touch /usr/probe 2>&1; setsid env -i sleep 1032.{RUN} & sleep 1033.{RUN}"
+    )
+    await until_running(f"sleep 1033.{RUN}")
     out = await s.kill_process("p1")
     assert out.state == "killed"
     assert "pid=" in out.output and "Read-only file system" in out.output
-    assert wait_gone("sleep 1032.25") == [] and wait_gone("sleep 1033.25") == []
+    assert wait_gone(f"sleep 1032.{RUN}") == [] and wait_gone(f"sleep 1033.{RUN}") == []
     await s.close()
 
 
@@ -173,11 +183,11 @@ async def test_close_kills_an_in_flight_sandboxed_run(
     bwrap: BubblewrapExecutor, root: Path
 ) -> None:
     s = LocalWorkspaceSession(root, policy=WorkspacePolicy.trusted(), executor=bwrap)
-    task = asyncio.create_task(s.run("setsid env -i sleep 1034.25 & sleep 1035.25"))
-    await until_running("sleep 1035.25")
+    task = asyncio.create_task(s.run(f"setsid env -i sleep 1034.{RUN} & sleep 1035.{RUN}"))
+    await until_running(f"sleep 1035.{RUN}")
     await s.close()
     await task
-    assert wait_gone("sleep 1034.25") == [] and wait_gone("sleep 1035.25") == []
+    assert wait_gone(f"sleep 1034.{RUN}") == [] and wait_gone(f"sleep 1035.{RUN}") == []
 
 
 async def test_writable_grants_are_bound_read_write(

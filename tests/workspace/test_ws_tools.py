@@ -26,7 +26,7 @@ from lovia.workspace import (
     workspace_tools,
 )
 
-from .ws_support import make_ctx, until_running
+from .ws_support import RUN, make_ctx, until_running
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -117,13 +117,13 @@ async def test_shell_tool_foreground_timeout_and_background(root: Path) -> None:
     tools = tools_by_name(s.policy)
     out = await tools["shell"].invoke({"command": "echo hi; exit 2", "description": "x"}, ctx)
     assert out == "exit code 2\nstdout:\nhi"
-    slow = await tools["shell"].invoke({"command": "sleep 1020.25", "timeout": 0.2}, ctx)
+    slow = await tools["shell"].invoke({"command": f"sleep 1020.{RUN}", "timeout": 0.2}, ctx)
     assert slow.startswith("timed out after") and "process group was killed" in slow
     started = await tools["shell"].invoke(
-        {"command": "echo bg; sleep 1021.25", "background": True}, ctx
+        {"command": f"echo bg; sleep 1021.{RUN}", "background": True}, ctx
     )
     assert started.startswith("started background process p1")
-    await until_running("sleep 1021.25")
+    await until_running(f"sleep 1021.{RUN}")
     killed = await tools["kill_process"].invoke({"process_id": "p1"}, ctx)
     assert killed == "p1: killed\nbg"
     again = await tools["read_process_output"].invoke({"process_id": "p1"}, ctx)

@@ -19,6 +19,11 @@ def make_ctx(session: LocalWorkspaceSession | None) -> RunContext[None]:
     )
 
 
+RUN = f"{os.getpid():07d}"
+"""This test process's own marker suffix (``sleep 1001.{RUN}``): two test runs at once on
+one machine never see, or wait on, each other's processes."""
+
+
 def processes_with(marker: str, *, exact: bool = False) -> list[int]:
     """Live (non-zombie) pids whose command line contains (or, ``exact``, is) ``marker``."""
     found = []
@@ -41,7 +46,7 @@ def processes_with(marker: str, *, exact: bool = False) -> list[int]:
 async def until_running(marker: str) -> None:
     """Poll (bounded; a process start has no event visible from here) until ``marker`` runs.
 
-    ``marker`` is a whole command line (``sleep 1001.25``), so the shell whose script
+    ``marker`` is a whole command line (``sleep 1001.{RUN}``), so the shell whose script
     merely mentions it does not count.
     """
     import asyncio

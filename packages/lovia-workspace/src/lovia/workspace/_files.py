@@ -3,14 +3,17 @@
 Check-then-use races: the session judges a resolved path, then these helpers open exactly
 that path without following a final symlink (``O_NOFOLLOW``) and re-check where the open
 descriptor really points (``/proc/self/fd``), so a symlink swapped in between is refused.
-Writes go through a directory descriptor that is checked the same way, into a temporary
-file that replaces the target atomically (``rename`` never follows the final symlink), so
-readers never see a torn file.
+Writes walk to the parent directory one ``O_NOFOLLOW`` level at a time (creating missing
+levels), so a swapped-in symlink is refused before anything lands where it points, then
+write a temporary file that replaces the target atomically (``rename`` never follows the
+final symlink), so readers never see a torn file.
 """
 
 from __future__ import annotations
 
 import codecs
+import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -34,7 +37,9 @@ def _fd_path(fd: int) -> str | None:
 
 def _verify(fd: int, judged: Path) -> None:
     actual = _fd_path(fd)
-    if actual is not None and actual != str(judged):
+    # "(deleted)": the file we opened at the judged path was since replaced (an atomic
+    # save by a concurrent writer); the descriptor still holds the judged file's content.
+    if actual is not None and actual not in (str(judged), f"{judged} (deleted)"):
         raise PermissionDeniedError(
             f"{str(judged)!r} changed while it was being opened (now {actual!r})",
             hint="a symlink was swapped in after the policy check; the operation was refused",
@@ -53,10 +58,11 @@ def open_checked(judged: Path, flags: int = os.O_RDONLY) -> int:
             f"{str(judged)!r} is a directory", hint="use list_files for directories"
         ) from None
     except OSError as exc:
-        if exc.errno == 40:  # ELOOP: the final component became a symlink after the check
+        if exc.errno == errno.ELOOP:  # the final component became a symlink after the check
             raise PermissionDeniedError(
-                f"{str(judged)!r} became a symlink after the policy check",
-                hint="the operation was refused; retry to judge the new target",
+                f"{str(judged)!r} is a symlink that does not resolve (a loop) or was "
+                "swapped in after the policy check",
+                hint="the operation was refused; point at a real file",
             ) from None
         raise WorkspaceError(f"cannot open {str(judged)!r}: {exc.strerror}") from None
     try:
@@ -82,7 +88,13 @@ def read_prefix(judged: Path, max_bytes: int) -> tuple[bytes, int]:
         chunks: list[bytes] = []
         remaining = max_bytes
         while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
+            try:
+                chunk = os.read(fd, min(remaining, 1 << 20))
+            except OSError as exc:  # EAGAIN from a pseudo-file (/proc/kmsg), EIO...
+                raise WorkspaceError(
+                    f"cannot read {str(judged)!r}: {exc.strerror}",
+                    hint="only regular files with readable content can be read",
+                ) from None
             if not chunk:
                 break
             chunks.append(chunk)
@@ -122,17 +134,49 @@ def decode_text(data: bytes, path: str, *, partial: bool) -> str:
 
 def write_atomic(judged: Path, data: bytes, *, create_only: bool) -> bool:
     """Replace (or create) the file atomically; ``True`` when it was created."""
-    parent = judged.parent
+    dir_fd = _open_parent(judged.parent)
     try:
-        os.makedirs(parent, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise WorkspaceError(f"{str(parent)!r} is not a directory") from None
-    dir_fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        _verify(dir_fd, parent)
         return _write_in(dir_fd, judged, data, create_only=create_only)
+    except OSError as exc:  # ENOSPC, EDQUOT, EROFS, EACCES...
+        raise WorkspaceError(f"cannot write {str(judged)!r}: {exc.strerror}") from None
     finally:
         os.close(dir_fd)
+
+
+def _open_parent(parent: Path) -> int:
+    """Open (creating missing levels) the judged directory without following any symlink.
+
+    The judged path is fully resolved, so no level of it is a symlink unless one was
+    swapped in after the check: walking it one ``O_NOFOLLOW`` level at a time means such a
+    swap is refused before anything (not even a directory) is created where it points.
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open("/", flags)
+    try:
+        for name in parent.parts[1:]:
+            try:
+                try:
+                    child = os.open(name, flags, dir_fd=fd)
+                except FileNotFoundError:
+                    with contextlib.suppress(FileExistsError):  # a concurrent mkdir
+                        os.mkdir(name, 0o777, dir_fd=fd)
+                    child = os.open(name, flags, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise WorkspaceError(f"cannot open {str(parent)!r}: {exc.strerror}") from None
+                if stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                    raise PermissionDeniedError(
+                        f"{str(parent)!r} holds a symlink that does not resolve (a loop) "
+                        "or was swapped in after the policy check",
+                        hint="the write was refused; point at a real directory",
+                    ) from None
+                raise WorkspaceError(f"{str(parent)!r} is not a directory") from None
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _write_in(dir_fd: int, judged: Path, data: bytes, *, create_only: bool) -> bool:
@@ -146,8 +190,9 @@ def _write_in(dir_fd: int, judged: Path, data: bytes, *, create_only: bool) -> b
             raise WorkspaceError(f"{str(judged)!r} is a directory", hint="write to a file path")
         if stat.S_ISLNK(existing.st_mode):
             raise PermissionDeniedError(
-                f"{str(judged)!r} became a symlink after the policy check",
-                hint="the write was refused; retry to judge the new target",
+                f"{str(judged)!r} is a symlink that does not resolve (a loop) or was "
+                "swapped in after the policy check",
+                hint="the write was refused; point at a real file",
             )
         if create_only:
             raise WorkspaceError(

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._files import is_binary
+from ._files import is_binary, read_prefix
+from .errors import WorkspaceError
 from .paths import ResolvedPath, relative_to_root
 from .results import DirEntry, DirListing, GrepMatch, GrepResult
 
@@ -24,23 +25,48 @@ if TYPE_CHECKING:
 
 __all__: list[str] = []
 
+MAX_WALK_ENTRIES = 200_000
+"""Entries one list/grep walk looks at before it stops (and says so): a walk of ``/``
+must not run for minutes on a worker thread nobody can cancel."""
+
+
+class _Budget:
+    """How many more entries a walk may look at; ``cut`` once it ran out."""
+
+    def __init__(self) -> None:
+        self.left = MAX_WALK_ENTRIES
+        self.cut = False
+
+    def note(self) -> str | None:
+        if not self.cut:
+            return None
+        return f"the walk stopped after {MAX_WALK_ENTRIES} entries; narrow the path"
+
 
 def _printable(name: str) -> str:
     """A non-UTF-8 file name (surrogate-escaped by the OS layer) made safe for the wire."""
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def _allowed(session: LocalWorkspaceSession, full: Path) -> bool:
+def _judged(session: LocalWorkspaceSession, full: Path) -> Path | None:
+    """The real path ``full`` was judged as, or ``None`` when it is left out."""
     if full.is_symlink():
-        return session._judge(session.resolve(full), "read") == "allow"
+        target = session.resolve(full)
+        return target.path if session._judge(target, "read") == "allow" else None
     resolved = ResolvedPath(full, relative_to_root(full, session.root))
-    return session._judge(resolved, "read") != "deny"
+    return full if session._judge(resolved, "read") != "deny" else None
 
 
 def _walk(
-    session: LocalWorkspaceSession, base: Path, *, recursive: bool, include_hidden: bool
-) -> Iterator[tuple[Path, bool]]:
-    """(path, is_dir) below ``base``, hidden and denied entries left out; dirs not followed."""
+    session: LocalWorkspaceSession,
+    base: Path,
+    budget: _Budget,
+    *,
+    recursive: bool,
+    include_hidden: bool,
+) -> Iterator[tuple[Path, Path, bool]]:
+    """(path, judged real path, is_dir) below ``base``; hidden and left-out entries
+    skipped; symlinked dirs are not followed."""
     stack = [base]
     while stack:
         current = stack.pop()
@@ -50,13 +76,21 @@ def _walk(
         except OSError:
             continue
         for item in items:
+            if budget.left == 0:
+                budget.cut = True
+                return
+            budget.left -= 1
             if not include_hidden and item.name.startswith("."):
                 continue
             full = Path(item.path)
-            if not _allowed(session, full):
+            real = _judged(session, full)
+            if real is None:
                 continue
-            is_dir = item.is_dir(follow_symlinks=True)
-            yield full, is_dir
+            try:
+                is_dir = item.is_dir(follow_symlinks=True)
+            except OSError:  # a symlink loop
+                is_dir = False
+            yield full, real, is_dir
             if recursive and is_dir and not item.is_symlink():
                 stack.append(full)
 
@@ -76,8 +110,10 @@ def list_dir(
     cap = session.limits.max_list_results
     found: list[DirEntry] = []
     truncated = False
-    walk = _walk(session, target.path, recursive=pattern is not None, include_hidden=include_hidden)
-    for full, is_dir in walk:
+    budget = _Budget()
+    recursive = pattern is not None
+    walk = _walk(session, target.path, budget, recursive=recursive, include_hidden=include_hidden)
+    for full, _real, is_dir in walk:
         rel = full.relative_to(target.path).as_posix()
         if not _matches(pattern, rel):
             continue
@@ -98,7 +134,12 @@ def list_dir(
             )  # fmt: skip
         )
     found.sort(key=lambda e: (not e.is_dir, e.path))
-    return DirListing(path=session.display(target), entries=tuple(found), truncated=truncated)
+    return DirListing(
+        path=session.display(target),
+        entries=tuple(found),
+        truncated=truncated or budget.cut,
+        note=budget.note(),
+    )
 
 
 def grep(
@@ -110,24 +151,30 @@ def grep(
     limits = session.limits
     matches: list[GrepMatch] = []
     skipped = 0
+    budget = _Budget()
     if target.path.is_dir():
-        files: Iterator[tuple[Path, bool]] = _walk(
-            session, target.path, recursive=True, include_hidden=False
+        files: Iterator[tuple[Path, Path, bool]] = _walk(
+            session, target.path, budget, recursive=True, include_hidden=False
         )
     else:
-        files = iter([(target.path, False)])
-    for full, is_dir in files:
+        files = iter([(target.path, target.path, False)])
+    for full, real, is_dir in files:
         if is_dir:
             continue
         if target.path.is_dir() and not _matches(glob, full.relative_to(target.path).as_posix()):
             continue
+        # Read the judged path itself (a symlink's resolved target), through the same
+        # swap-checked open as read_file: a symlink swapped in mid-walk is skipped.
         try:
-            info = full.stat()
+            info = real.stat()
             if not stat.S_ISREG(info.st_mode) or info.st_size > limits.max_grep_file_bytes:
                 skipped += 1
                 continue
-            data = full.read_bytes()
-        except OSError:
+            data, size = read_prefix(real, limits.max_grep_file_bytes)
+        except (OSError, WorkspaceError):
+            skipped += 1
+            continue
+        if size > len(data):  # grew past the cap since the stat
             skipped += 1
             continue
         if is_binary(data):
@@ -147,4 +194,6 @@ def grep(
             if len(line) > limits.max_grep_line_chars:
                 line = line[: limits.max_grep_line_chars] + " [... line clipped]"
             matches.append(GrepMatch(path=shown, line_number=number, line=line))
-    return GrepResult(pattern=regex.pattern, matches=tuple(matches), skipped=skipped)
+    return GrepResult(
+        pattern=regex.pattern, matches=tuple(matches), skipped=skipped, note=budget.note()
+    )

@@ -75,6 +75,19 @@ def kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+def kill_group_of(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL the group ``proc`` leads, what is left of it once ``proc`` has exited.
+
+    A group id stays reserved while any member lives, but once the group is empty the
+    number can be handed to a new process (a later command is a group leader too). So
+    after ``proc`` was reaped, a live process holding its pid means the number was
+    reused, and the group is left alone.
+    """
+    if proc.returncode is not None and os.path.exists(f"/proc/{proc.pid}"):
+        return
+    kill_group(proc.pid)
+
+
 TAG_VAR = "LOVIA_PROCESS_TAG"
 """Set in every command's environment so escaped descendants can still be found."""
 
@@ -84,29 +97,70 @@ def new_tag() -> str:
     return secrets.token_hex(8)
 
 
+_MAX_KILL_PASSES = 10
+
+
 def kill_tagged(tag: str) -> int:
     """SIGKILL every process whose environment carries ``tag``; how many were signalled.
 
     A child that called ``setsid`` has left the process group, but it still carries the
-    environment it was started with. Best effort: a process that scrubbed its environment
-    is out of reach (the sandbox executor kills through its PID namespace instead).
+    environment it was started with. One pass over ``/proc`` is not enough: a tagged
+    process can fork between the listing and the kill, and a process in the middle of
+    ``execve`` briefly shows an empty environment. So passes repeat (bounded) until one
+    finds nothing tagged and no new process with an empty environment. Best effort: a
+    process that scrubbed its environment is out of reach (the sandbox executor kills
+    through its PID namespace instead).
     """
     marker = f"{TAG_VAR}={tag}".encode()
     killed = 0
+    unsure: set[int] = set()
+    for _ in range(_MAX_KILL_PASSES):
+        tagged, empty = _scan_environ(marker)
+        for pid in tagged:
+            with contextlib.suppress(OSError):  # gone already
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        fresh = empty - unsure
+        unsure |= empty
+        if not tagged and not fresh:
+            break
+        time.sleep(0.002)  # let an execve in progress publish its environment
+    return killed
+
+
+def _scan_environ(marker: bytes) -> tuple[list[int], set[int]]:
+    """Pids whose environment holds ``marker``, and live pids whose environment is empty."""
     try:
         pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
     except OSError:  # no procfs: nothing more can be found
-        return 0
+        return [], set()
+    me = os.getpid()
+    tagged: list[int] = []
+    empty: set[int] = set()
     for pid in pids:
+        if pid == me:
+            continue
         try:
             with open(f"/proc/{pid}/environ", "rb") as fh:
-                if marker not in fh.read().split(b"\0"):
-                    continue
-            os.kill(pid, signal.SIGKILL)
-            killed += 1
+                environ = fh.read()
         except OSError:  # gone, or not ours to read
             continue
-    return killed
+        if marker in environ.split(b"\0"):
+            tagged.append(pid)
+        elif not environ and _live_user_process(pid):
+            empty.add(pid)
+    return tagged, empty
+
+
+def _live_user_process(pid: int) -> bool:
+    """Not a zombie and not a kernel thread (both always show an empty environment)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    state, ppid = fields[0], int(fields[1])
+    return state not in (b"Z", b"X") and ppid not in (0, 2)
 
 
 class _Sink(asyncio.Protocol):
@@ -266,7 +320,7 @@ async def run(
             timed_out = True
     finally:
         # Reap the whole tree: the group, then descendants that left it with setsid.
-        kill_group(proc.pid)
+        kill_group_of(proc)
         await asyncio.shield(proc.wait())
         await asyncio.shield(asyncio.to_thread(kill_tagged, tag))
         drained = await asyncio.shield(_drain_both(out_reader, err_reader))
@@ -357,6 +411,6 @@ class BackgroundProcess:
             return
         if self.proc.returncode is None:
             self.killed = True
-        kill_group(self.proc.pid)
+        kill_group_of(self.proc)
         await asyncio.to_thread(kill_tagged, self.tag)
         await self.settle()

@@ -5,14 +5,18 @@ redirections, heredocs, ``$(...)`` and backticks) without running anything, and 
 
 - ``segments``: the words of every simple command, split on ``&&``, ``||``, ``;``, ``|``,
   ``&``, newlines and parentheses (fd redirections such as ``2>&1`` never split), plus the
-  segments found inside substitutions. Command rules judge each one.
-- ``bare_words``: argument words that do not look like paths (``.env``, ``notes``); the
-  session judges those that exist relative to the command's cwd, so ``cat .env`` is
-  caught without treating every word as a path.
+  segments found inside substitutions (an unquoted heredoc's too), ``sh -c '...'`` and
+  ``eval`` payloads. Command rules judge each one; ``unwrapped`` also sees through
+  wrappers (``env``, ``sudo``, ``xargs``, ``/usr/bin/git``) so a deny or ask rule cannot be
+  dodged by one.
+- ``bare_words``: argument words (and ``KEY=`` / ``--flag=`` values) that do not look
+  like paths (``.env``, ``notes``, ``.e*``); the session judges those that exist relative
+  to the command's cwd or a ``cd`` target (``cd_targets``; globs expanded), so ``cat .env``
+  and ``cd /etc && cat shadow`` are caught without treating every word as a path.
 - ``claims``: the paths the command names. Redirect targets are writes; input redirects
   and path-looking arguments (``/x``, ``~/x``, ``./x``, ``a/b``, ``..``, and the value of
   ``KEY=value`` or ``--flag=value``) are reads. Skipped: fd dups, pseudo-devices such as
-  ``/dev/null``, bare words, URLs, flags, heredoc bodies and words whose value is only known
+  ``/dev/null``, bare words, URLs, flags, heredoc text and words whose value is only known
   at run time (``$VAR``; ``$HOME`` is read as ``~``).
 
 The guard is advisory and one-sided: the session merges its verdicts with the static rules,
@@ -27,7 +31,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ParsedCommand", "PathClaim", "parse_command"]
+from .errors import WorkspaceError
+
+__all__ = ["ParsedCommand", "PathClaim", "parse_command", "unwrapped"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +52,8 @@ class ParsedCommand:
     claims: tuple[PathClaim, ...]
     complete: bool
     bare_words: tuple[str, ...] = ()
+    cd_targets: tuple[str, ...] = ()
+    """Where ``cd``/``pushd`` segments move: later relative words may be anchored there."""
 
 
 @dataclass(slots=True)
@@ -75,22 +83,122 @@ _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _HOME = re.compile(r"\$(HOME\b|\{HOME\})")
 
 
+_MAX_NESTING = 32  # substitutions and ``sh -c`` payloads inside each other
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash"})
+# Commands that run the rest of their arguments as a command, with the options of theirs
+# that take a value (skipped along with it). ``unwrapped`` strips them.
+_WRAPPERS: dict[str, frozenset[str]] = {
+    "builtin": frozenset(),
+    "command": frozenset(),
+    "coproc": frozenset(),
+    "doas": frozenset({"-u", "-C"}),
+    "env": frozenset({"-u", "--unset", "-C", "--chdir"}),
+    "exec": frozenset({"-a"}),
+    "ionice": frozenset({"-c", "-n", "-p", "--class", "--classdata"}),
+    "nice": frozenset({"-n", "--adjustment"}),
+    "nohup": frozenset(),
+    "setsid": frozenset(),
+    "stdbuf": frozenset({"-i", "-o", "-e"}),
+    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"}),
+    "time": frozenset({"-f", "-o"}),
+    "timeout": frozenset({"-s", "--signal", "-k", "--kill-after"}),
+    "unbuffer": frozenset(),
+    "xargs": frozenset({"-a", "-d", "-E", "-e", "-I", "-L", "-l", "-n", "-P", "-s"}),
+}
+
+
 @functools.lru_cache(maxsize=256)  # bounded: the policy and the guard both parse each command
 def parse_command(command: str) -> ParsedCommand:
-    """Split ``command`` into simple-command segments and extract its path claims."""
+    """Split ``command`` into simple-command segments and extract its path claims.
+
+    The bodies of ``$(...)``, backticks, ``sh -c '...'`` and ``eval ...`` are read too.
+    Raises ``WorkspaceError`` when they nest deeper than any real command does.
+    """
+    return _parse(command, 0)
+
+
+def _parse(command: str, depth: int) -> ParsedCommand:
+    if depth > _MAX_NESTING:
+        raise WorkspaceError(
+            "the command nests substitutions too deeply to be checked",
+            hint="split it into simpler commands",
+        )
     lexed = _lex(command)
     if lexed is None:
         return ParsedCommand((tuple(command.split()),) if command.split() else (), (), False)
-    tokens, substitutions = lexed
+    tokens, bodies = lexed
     segments, claims, bare = _walk(tokens)
+    bodies += [body for words in segments if (body := _payload(words)) is not None]
+    moves = [where for words in segments if (where := _cd_target(words)) is not None]
     complete = True
-    for body in substitutions:
-        inner = parse_command(body)
+    for body in bodies:
+        inner = _parse(body, depth + 1)
         segments += inner.segments
         claims += inner.claims
         bare += inner.bare_words
+        moves += inner.cd_targets
         complete = complete and inner.complete
-    return ParsedCommand(tuple(segments), tuple(claims), complete, tuple(bare))
+    return ParsedCommand(tuple(segments), tuple(claims), complete, tuple(bare), tuple(moves))
+
+
+def _cd_target(words: tuple[str, ...]) -> str | None:
+    """The directory a ``cd``/``pushd`` segment moves to (``None`` if unknown until run)."""
+    if words[0] not in ("cd", "pushd"):
+        return None
+    args = [w for w in words[1:] if not w.startswith("-")]
+    if not args or "$" in args[0] or "`" in args[0]:
+        return None
+    return args[0]
+
+
+def unwrapped(words: tuple[str, ...]) -> tuple[str, ...]:
+    """The command a segment really runs: leading ``KEY=value`` assignments, wrappers
+    (``env``, ``sudo``, ``nice``, ``xargs``, ``timeout 5``...) and a directory prefix on
+    the binary (``/usr/bin/git`` -> ``git``) stripped. Used to add restrictions only."""
+    rest = list(words)
+    while rest:  # every pass drops at least the wrapper's own word
+        while rest and _ASSIGNMENT.match(rest[0]):
+            rest.pop(0)
+        if not rest:
+            break
+        name = rest[0].rsplit("/", 1)[-1]
+        rest[0] = name or rest[0]
+        takes_value = _WRAPPERS.get(name)
+        if takes_value is None:
+            break
+        i, split = 1, []
+        while i < len(rest) and rest[i].startswith("-") and rest[i] != "-":
+            if rest[i] == "--":
+                i += 1
+                break
+            if name == "env" and rest[i] in ("-S", "--split-string") and i + 1 < len(rest):
+                split = rest[i + 1].split()  # env -S 'cmd args': one word, split by env
+            i += 2 if rest[i] in takes_value or split else 1
+            if split:
+                break
+        if name == "timeout" and i < len(rest):
+            i += 1  # the duration
+        rest = split + rest[i:]
+    return tuple(rest)
+
+
+def _payload(words: tuple[str, ...]) -> str | None:
+    """The command text that ``sh -c TEXT`` or ``eval ARGS`` runs, if ``words`` is one."""
+    core = unwrapped(words)
+    if not core:
+        return None
+    if core[0] == "eval":
+        return " ".join(core[1:]) or None
+    if core[0] not in _SHELLS:
+        return None
+    for i, word in enumerate(core[1:], start=1):
+        if word.startswith("--"):
+            continue  # --norc, --login...
+        if not word.startswith("-"):
+            return None  # a script file, not a command string
+        if "c" in word[1:]:  # -c, -ec, -lc...
+            return core[i + 1] if i + 1 < len(core) else None
+    return None
 
 
 def _walk(tokens: list[_Token]) -> tuple[list[tuple[str, ...]], list[PathClaim], list[str]]:
@@ -110,6 +218,9 @@ def _walk(tokens: list[_Token]) -> tuple[list[tuple[str, ...]], list[PathClaim],
     for token in tokens:
         if isinstance(token, _Op):
             if token.kind == "sep":
+                # ``<(cmd)`` / ``>(cmd)``: the redirect has no word target; the
+                # parenthesised command is a segment of its own.
+                redirect = None
                 end_segment()
             else:
                 redirect = token.text
@@ -125,8 +236,10 @@ def _walk(tokens: list[_Token]) -> tuple[list[tuple[str, ...]], list[PathClaim],
             path = _argument_path(token.text)
             if path is not None:
                 claims.append(PathClaim(path, "read"))
-            elif token.text and not token.text.startswith("-") and "=" not in token.text:
-                bare.append(token.text)
+            else:
+                value = _bare_value(token.text)
+                if value:
+                    bare.append(value)
     end_segment()
     return segments, claims, bare
 
@@ -139,6 +252,15 @@ def _redirect_claim(op: str, target: _Word) -> PathClaim | None:
     if not target.text or target.text in _PSEUDO_DEVICES or target.text.startswith("/dev/fd/"):
         return None
     return PathClaim(target.text, "read" if op == "<" else "write")
+
+
+def _bare_value(word: str) -> str | None:
+    """The word (or its ``KEY=`` / ``--flag=`` value) when it may name a file."""
+    if _ASSIGNMENT.match(word) or (word.startswith("--") and "=" in word):
+        word = word.split("=", 1)[1]
+    elif word.startswith("-"):
+        return None
+    return word or None
 
 
 def _argument_path(word: str) -> str | None:
@@ -163,16 +285,19 @@ class _Lexer:
         self.substitutions: list[str] = []
         self.word: list[str] | None = None
         self.dynamic = False
-        self.heredocs: list[tuple[str, bool]] = []  # (delimiter, strip leading tabs)
+        # (delimiter, strip leading tabs, body expands $(...) because nothing was quoted)
+        self.heredocs: list[tuple[str, bool, bool]] = []
         self.expect_delimiter: bool | None = None  # set after << / <<- (value: strip tabs)
+        self.quoted = False  # the current word has a quote or an escape in it
 
     def flush(self) -> None:
         if self.word is None:
             return
         word = _Word("".join(self.word), self.dynamic)
+        quoted, self.quoted = self.quoted, False
         self.word, self.dynamic = None, False
         if self.expect_delimiter is not None:
-            self.heredocs.append((word.text, self.expect_delimiter))
+            self.heredocs.append((word.text, self.expect_delimiter, not quoted))
             self.expect_delimiter = None
         self.tokens.append(word)
 
@@ -191,14 +316,17 @@ class _Lexer:
                     self.i += 2
                     continue
                 self.add(s[self.i + 1 : self.i + 2])
+                self.quoted = True
                 self.i += 2
             elif c == "'":
                 end = s.find("'", self.i + 1)
                 if end < 0:
                     return False
                 self.add(s[self.i + 1 : end])
+                self.quoted = True
                 self.i = end + 1
             elif c == '"':
+                self.quoted = True
                 if not self.double_quoted():
                     return False
             elif c == "`" or s.startswith("$(", self.i) or c == "$":
@@ -292,15 +420,42 @@ class _Lexer:
             self.expect_delimiter = op == "<<-"
 
     def skip_heredoc_bodies(self) -> None:
+        """Skip the bodies of pending heredocs; an unquoted delimiter means the shell runs
+        the ``$(...)`` and backticks in its body, so those are read as substitutions."""
         s = self.s
-        for delimiter, strip_tabs in self.heredocs:
+        for delimiter, strip_tabs, expands in self.heredocs:
             while self.i < len(s):
                 end = s.find("\n", self.i)
                 line = s[self.i : len(s) if end < 0 else end]
                 self.i = len(s) if end < 0 else end + 1
                 if (line.lstrip("\t") if strip_tabs else line) == delimiter:
                     break
+                if expands:
+                    self.substitutions += _substitutions(line)
         self.heredocs.clear()
+
+
+def _substitutions(text: str) -> list[str]:
+    """The ``$(...)`` and backtick bodies in text the shell expands but does not split."""
+    found: list[str] = []
+    i = 0
+    while i < len(text):
+        if text.startswith("$(", i):
+            close = _closing_paren(text, i + 2)
+            if close is None:
+                break
+            if not text.startswith("$((", i):
+                found.append(text[i + 2 : close])
+            i = close + 1
+        elif text[i] == "`":
+            end = text.find("`", i + 1)
+            if end < 0:
+                break
+            found.append(text[i + 1 : end])
+            i = end + 1
+        else:
+            i += 2 if text[i] == "\\" else 1
+    return found
 
 
 def _closing_paren(s: str, start: int) -> int | None:

@@ -7,12 +7,16 @@ tools via ``ctx.workspace``, library code), resolves its path(s) here and is jud
 ``decide_path``/``decide_command`` first, so by the time a call reaches the session an ask
 has been approved and passes. Commands are judged on their static rules merged, most
 restrictive first, with the path claims of the command guard (anchored at the command's
-cwd, which is itself judged as a read). Per-process ``/proc`` paths are always refused.
+cwd and at any ``cd`` target; the cwd is itself judged as a read; globs are judged by what
+they expand to; a bare word that names a ``denied_paths`` entry is denied even before the
+file exists). Per-process ``/proc`` paths are always refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import glob
+import itertools
 import os
 import re
 import weakref
@@ -24,8 +28,8 @@ from . import _listing, _shell
 from ._files import decode_text, read_prefix, write_atomic
 from .command_guard import parse_command
 from .errors import FileTooLargeError, PermissionDeniedError, WorkspaceClosedError, WorkspaceError
-from .paths import ResolvedPath, is_proc_magic, resolve_path
-from .policy import Decision, FileOp, WorkspacePolicy, most_restrictive
+from .paths import ResolvedPath, is_proc_magic, relative_to_root, resolve_path
+from .policy import Decision, FileOp, WorkspacePolicy, most_restrictive, pattern_matches
 from .protocol import SandboxLauncher, ShellExecutor
 from .results import (
     CommandResult,
@@ -105,7 +109,26 @@ class LocalWorkspaceSession:
     def _judge(self, resolved: ResolvedPath, op: FileOp) -> Decision:
         if is_proc_magic(resolved.path):
             return "deny"
-        return self.policy.decide_path(resolved.rel, resolved.path, op)
+        verdict = self.policy.decide_path(resolved.rel, resolved.path, op)
+        if op == "write" and verdict != "deny":
+            alias = self._venv_alias(resolved.path)
+            if alias is not None:  # judged as the .venv/bin path commands run it from too
+                alias_rel = relative_to_root(alias, self.root)
+                verdict = most_restrictive(verdict, self.policy.decide_path(alias_rel, alias, op))
+        return verdict
+
+    def _venv_alias(self, path: Path) -> Path | None:
+        """``path`` seen through the auto-activated venv's bin dir, when ``.venv`` (or its
+        ``bin``) is a symlink and ``path`` lies in the directory it really points at."""
+        venv = _shell.find_venv(self.root)
+        if venv is None:
+            return None
+        bin_dir = _shell.venv_bin(venv)
+        real_bin = Path(os.path.realpath(bin_dir))
+        inside = relative_to_root(path, real_bin)
+        if inside is None or real_bin == bin_dir:
+            return None  # not in the venv, or no link: the path already reads .venv/bin
+        return bin_dir if inside == "." else bin_dir / inside
 
     def decide_path(self, path: str, *, write: bool = False) -> Decision:
         """The verdict for reading (or writing) ``path``; never raises for a deny."""
@@ -119,13 +142,36 @@ class LocalWorkspaceSession:
         where = self.resolve(cwd)
         verdicts = [static, self._judge(where, "read")]
         parsed = parse_command(command)
+        # Relative words are anchored at the cwd and at every directory a cd moves to.
+        bases = [where.path]
+        for target in parsed.cd_targets[:_MAX_CD_TARGETS]:
+            bases.append(self.resolve(target, base=where.path).path)
         for claim in parsed.claims:
-            verdicts.append(self._judge(self.resolve(claim.path, base=where.path), claim.op))
+            anchors = bases if not os.path.isabs(os.path.expanduser(claim.path)) else bases[:1]
+            for base in anchors:
+                verdicts.append(self._judge(self.resolve(claim.path, base=base), claim.op))
+                for match in _glob(claim.path, base):
+                    verdicts.append(self._judge(self.resolve(match), claim.op))
         for word in parsed.bare_words:
-            candidate = where.path / word
-            if os.path.lexists(candidate):
-                verdicts.append(self._judge(self.resolve(candidate), "read"))
+            for base in bases:
+                candidate = base / word
+                if os.path.lexists(candidate):
+                    verdicts.append(self._judge(self.resolve(candidate), "read"))
+                elif self._hard_denied(candidate):
+                    verdicts.append("deny")  # `touch .env`, `tee .env` would create it
+                for match in _glob(word, base):
+                    verdicts.append(self._judge(self.resolve(match), "read"))
         return most_restrictive(*verdicts)
+
+    def _hard_denied(self, missing: Path) -> bool:
+        """Whether a path that does not exist yet would be a ``denied_paths`` entry.
+
+        A bare word is one component under a resolved base, so the lexical path is where
+        it would land (nothing to follow).
+        """
+        path = Path(os.path.normpath(missing))
+        rel = relative_to_root(path, self.root)
+        return any(pattern_matches(p, rel, path) for p in self.policy.denied_paths)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -290,6 +336,8 @@ class LocalWorkspaceSession:
 
     def _command_gate(self, command: str, cwd: str) -> Path:
         self._check_open()
+        if "\0" in command:
+            raise WorkspaceError("the command contains a NUL byte", hint="remove it")
         if self.decide_command(command, cwd) == "deny":
             raise PermissionDeniedError(
                 f"the command {command[:200]!r} is denied by the workspace policy",
@@ -311,7 +359,7 @@ class LocalWorkspaceSession:
             return
         self._foreground[pid] = proc
         if self._closed:  # started while close() ran: reap it ourselves
-            _shell.kill_group(pid)
+            _shell.kill_group_of(proc)
 
     async def run(
         self,
@@ -438,8 +486,9 @@ class LocalWorkspaceSession:
         if self._closed:
             return
         self._closed = True
-        for pid in list(self._foreground):
-            _shell.kill_group(pid)
+        for proc in list(self._foreground.values()):
+            if proc is not None:
+                _shell.kill_group_of(proc)
         await asyncio.gather(*(p.kill() for p in self._processes.values()))
 
     async def __aenter__(self) -> LocalWorkspaceSession:
@@ -447,6 +496,18 @@ class LocalWorkspaceSession:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+
+_MAX_GLOB_MATCHES = 256
+_MAX_CD_TARGETS = 8
+
+
+def _glob(word: str, base: Path) -> list[str]:
+    """What the shell would expand a glob word to (bounded); ``[]`` for a plain word."""
+    if not any(ch in word for ch in "*?[") or "\0" in word:
+        return []
+    pattern = os.path.join(base, os.path.expanduser(word))
+    return list(itertools.islice(glob.iglob(pattern), _MAX_GLOB_MATCHES))
 
 
 def _encode(text: str) -> bytes:

@@ -32,7 +32,7 @@ from typing import Literal, get_args
 
 from lovia.exceptions import UserError
 
-from .command_guard import parse_command
+from .command_guard import parse_command, unwrapped
 
 __all__ = [
     "CommandDecider",
@@ -203,7 +203,10 @@ class WorkspacePolicy:
         return self.read_outside if op == "read" else self.write_outside
 
     def decide_command(self, command: str) -> Decision:
-        """The static verdict for ``command`` (rules and decider only, no path claims)."""
+        """The static verdict for ``command`` (rules and decider only, no path claims).
+
+        Raises ``WorkspaceError`` for a command nesting substitutions too deeply to read.
+        """
         if not self.allow_shell:
             return "deny"
         if self.command_decider is not None:
@@ -219,14 +222,24 @@ class WorkspacePolicy:
         stripped = words
         while stripped and "=" in stripped[0] and stripped[0].split("=", 1)[0].isidentifier():
             stripped = stripped[1:]  # leading VAR=value assignments
-        for rule in self.command_rules:
-            if rule.matches(stripped):
-                if rule.action == "allow" and stripped != words:
-                    # An assignment (LD_PRELOAD=..., PATH=...) can change what an allowed
-                    # binary does; it never earns more than the default.
-                    return self.shell_default
-                return rule.action
-        return self.shell_default
+        verdict = self.shell_default
+        rule = self._first_rule(stripped)
+        if rule is not None:
+            # An assignment (LD_PRELOAD=..., PATH=...) can change what an allowed binary
+            # does; it never earns more than the default.
+            allow_dodged = rule.action == "allow" and stripped != words
+            verdict = self.shell_default if allow_dodged else rule.action
+        # A wrapper (env, sudo, xargs...) or a directory prefix never dodges a deny or ask
+        # rule: the command it really runs is judged too, and can only add restrictions.
+        core = unwrapped(words)
+        if core != stripped:
+            inner = self._first_rule(core)
+            if inner is not None:
+                verdict = most_restrictive(verdict, inner.action)
+        return verdict
+
+    def _first_rule(self, words: tuple[str, ...]) -> CommandRule | None:
+        return next((r for r in self.command_rules if r.matches(words)), None)
 
 
 PROTECTED_RULES: tuple[PathRule, ...] = tuple(

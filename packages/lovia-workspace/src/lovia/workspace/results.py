@@ -112,6 +112,8 @@ class DirListing:
     path: str
     entries: tuple[DirEntry, ...]
     truncated: bool = False
+    note: str | None = None
+    """Set when the walk itself was cut (a huge tree), not only the result list."""
 
     def __iter__(self) -> Iterator[DirEntry]:
         return iter(self.entries)
@@ -141,6 +143,8 @@ class GrepResult:
     matches: tuple[GrepMatch, ...]
     truncated: bool = False
     skipped: int = 0
+    note: str | None = None
+    """Set when the walk itself was cut (a huge tree): files beyond it were not searched."""
 
     def __iter__(self) -> Iterator[GrepMatch]:
         return iter(self.matches)

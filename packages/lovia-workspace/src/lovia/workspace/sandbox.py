@@ -9,8 +9,10 @@ the policy and approval gates (it decides how a command runs, never whether):
   mode) are re-bound read-only;
 - denied paths (``denied_paths`` and deny rules for reads) are hidden: a tmpfs over a
   directory, ``/dev/null`` over a file. Relative and bare patterns are expanded inside
-  the root; absolute ones with ``glob``;
-- no network unless the executor was built with ``allow_network=True``;
+  the root (bare patterns are not searched for outside it); absolute ones with ``glob``;
+- no network unless the executor was built with ``allow_network=True``; without it,
+  ``/run`` and ``/var/run`` are private tmpfs too, since host daemons' Unix sockets there
+  (databases, docker, dbus) stay connectable through a read-only mount;
 - its own PID namespace with a fresh ``/proc``, a new session, a new user namespace and
   every capability dropped: a root launcher would otherwise leave the command able to
   remount ``/`` read-write;
@@ -36,12 +38,14 @@ from pathlib import Path
 from lovia.exceptions import UserError
 
 from . import _shell
+from .errors import WorkspaceError
 from .policy import WorkspacePolicy
 from .results import CommandResult
 
 __all__ = ["BubblewrapExecutor"]
 
 _MAX_SCAN_DIRS = 20_000  # bound the walk that expands bare denied patterns in the root
+_SOCKET_DIRS = ("/run", "/var/run")
 
 
 class BubblewrapExecutor:
@@ -87,6 +91,12 @@ class BubblewrapExecutor:
         if not self.allow_network:
             argv.append("--unshare-net")
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        if not self.allow_network:
+            # A read-only mount still lets a process connect() to a Unix socket on it, and
+            # host daemons (databases, docker, dbus) listen in these directories.
+            for sockets in _SOCKET_DIRS:
+                if os.path.isdir(sockets) and not os.path.islink(sockets):
+                    argv += ["--tmpfs", sockets]
         argv += _bind(root, writable=policy.write != "deny")
         for rule in policy.path_rules:
             if rule.action == "allow" and rule.pattern.startswith(("/", "~")):
@@ -148,9 +158,20 @@ def _expand(pattern: str, root: Path) -> list[Path]:
 
 
 def _scan(root: Path, pattern: str) -> Iterator[Path]:
-    """Entries under ``root`` whose name matches a bare pattern (matched dirs not entered)."""
+    """Entries under ``root`` whose name matches a bare pattern (matched dirs not entered).
+
+    Raises ``WorkspaceError`` rather than run with a denied path left visible when the
+    tree is too big to scan.
+    """
     stack, visited = [root], 0
-    while stack and visited < _MAX_SCAN_DIRS:
+    while stack:
+        if visited == _MAX_SCAN_DIRS:
+            raise WorkspaceError(
+                f"the workspace has over {_MAX_SCAN_DIRS} directories; the sandbox cannot "
+                f"find every path the denied pattern {pattern!r} names",
+                hint="use a workspace-relative (a/b) or absolute denied pattern instead of "
+                "a bare name, or a smaller root",
+            )
         current = stack.pop()
         visited += 1
         try:

@@ -65,7 +65,8 @@ def _arg(args: dict[str, Any], name: str, kind: type | tuple[type, ...], default
             raise InvalidToolArguments(f"missing required argument {name!r}")
         return default
     value = args[name]
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, float)):
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
         raise InvalidToolArguments(f"argument {name!r} has the wrong type ({type(value).__name__})")
     return value
 
@@ -133,6 +134,8 @@ def render_listing(result: DirListing) -> str:
         lines.append(line)
     if result.truncated:
         lines.append("[truncated: more entries exist; narrow the path or the pattern]")
+    if result.note:
+        lines.append(f"[note: {result.note}]")
     return "\n".join(lines)
 
 
@@ -143,6 +146,8 @@ def render_grep(result: GrepResult) -> str:
         lines.append("[truncated at the match limit; narrow the pattern, path or glob]")
     if result.skipped:
         lines.append(f"[{result.skipped} files skipped: binary, oversized or unreadable]")
+    if result.note:
+        lines.append(f"[note: {result.note}]")
     return "\n".join(lines)
 
 
