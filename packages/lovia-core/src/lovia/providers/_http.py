@@ -1,11 +1,13 @@
-"""The HTTP half every adapter shares: POST a JSON body, check the response, read SSE.
+"""The HTTP half every adapter shares: keep a client, POST a JSON body, check the response,
+read SSE.
 
-Adapters own the wire mapping; this module owns status handling, content-type sanity
-checks and translating httpx errors (``errors.py``) at the seam.
+Adapters own the wire mapping; this module owns the client's lifecycle, status handling,
+content-type sanity checks and translating httpx errors (``errors.py``) at the seam.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from .base import ModelDelta
 
 __all__ = [
+    "ClientSlot",
     "StreamDecoder",
     "count_of",
     "host_of",
@@ -42,6 +45,48 @@ _HEAD_LIMIT = 65_536
 def host_of(base_url: str) -> str:
     """The lower-cased host of ``base_url`` ("" when it has none)."""
     return (urlsplit(base_url).hostname or "").lower()
+
+
+class ClientSlot:
+    """Where an adapter keeps its httpx client.
+
+    A client passed in is the caller's: used as is and never closed here. Without one, a
+    client is made on first use through ``lovia.http_config`` and closed by ``aclose()``
+    (the next use makes a fresh one).
+    """
+
+    __slots__ = ("_client", "_owned", "_timeout", "_trust_env")
+
+    def __init__(
+        self, client: httpx.AsyncClient | None, *, timeout: float | None, trust_env: bool | None
+    ) -> None:
+        self._client = client
+        self._owned = client is None
+        self._timeout = timeout
+        self._trust_env = trust_env
+
+    def get(self) -> httpx.AsyncClient:
+        """The client, made now if this slot owns it and has none yet."""
+        if self._client is None:
+            from ..http_config import make_async_client
+
+            self._client = make_async_client(timeout=self._timeout, trust_env=self._trust_env)
+        return self._client
+
+    async def ready(self) -> httpx.AsyncClient:
+        """``get()`` for async callers: the first one imports httpx and sets up TLS in a
+        worker thread, since both block."""
+        if self._client is None:
+            from ..http_config import prepare_http
+
+            await asyncio.to_thread(prepare_http)
+        return self.get()
+
+    async def aclose(self) -> None:
+        """Close the client if this slot made it."""
+        if self._owned and self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
 
 
 def merge_headers(

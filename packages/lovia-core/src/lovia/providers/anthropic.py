@@ -22,7 +22,6 @@ Mapping rules:
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import json
@@ -44,6 +43,7 @@ from ..transcript import (
     TranscriptEntry,
 )
 from ._http import (
+    ClientSlot,
     count_of,
     host_of,
     merge_headers,
@@ -143,26 +143,17 @@ class AnthropicProvider:
         self.supports_vision = True if supports_vision is None else supports_vision
         self.default_max_tokens = default_max_tokens
         self.cache_system = cache_system
-        self._timeout = timeout
-        self._trust_env = trust_env
-        self._client = client
-        self._owns_client = client is None
+        self._client = ClientSlot(client, timeout=timeout, trust_env=trust_env)
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(model={self.model!r}, base_url={self.base_url!r})"
 
     def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            from ..http_config import make_async_client
-
-            self._client = make_async_client(timeout=self._timeout, trust_env=self._trust_env)
-        return self._client
+        return self._client.get()
 
     async def aclose(self) -> None:
         """Close the HTTP client if this provider created it."""
-        if self._owns_client and self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
+        await self._client.aclose()
 
     def context_window(self) -> int | None:
         """The bundled window for this host and model, if known."""
@@ -331,19 +322,14 @@ class AnthropicProvider:
         body = self.build_request(
             entries, tools=tools, response_format=response_format, settings=settings
         )
-        decoder = MessagesStreamDecoder(self.model)
-        if self._client is None:  # first call: keep httpx's import and TLS setup off the loop
-            from ..http_config import prepare_http
-
-            await asyncio.to_thread(prepare_http)
         deltas = stream_deltas(
-            self._http(),
+            await self._client.ready(),
             self.base_url + "/v1/messages",
             body,
             self._headers,
             vendor=self.name,
             model=self.model,
-            decoder=decoder,
+            decoder=MessagesStreamDecoder(self.model),
         )
         async with aclosing(deltas):
             async for delta in deltas:

@@ -14,7 +14,6 @@ message after each turn's tool results.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import json
@@ -37,15 +36,16 @@ from ..transcript import (
     TranscriptEntry,
 )
 from ._http import (
+    ClientSlot,
     count_of,
     host_of,
-    merge_headers,
     merge_options,
     parse_json_event,
     stop_list,
     stream_deltas,
     truncated,
 )
+from ._openai_auth import openai_headers
 from .base import FinishDelta, ModelDelta, ModelSettings, ToolCallDelta, UsageDelta
 from .discovery import discover_window, is_official_openai_host, table_window
 from .errors import stream_error
@@ -107,18 +107,14 @@ class OpenAIChatProvider:
         self.host = host_of(self.base_url)
         official_host = is_official_openai_host(self.host)
         self.official_dialect = official_host if official_dialect is None else official_dialect
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY") or None
-        extra = dict(default_headers or {})
-        if official_host and not key and not any(k.lower() == "authorization" for k in extra):
-            raise UserError(
-                f"no API key for {self.host!r}",
-                hint="set OPENAI_API_KEY or pass api_key=; "
-                "for a compatible server set base_url= (or OPENAI_BASE_URL)",
-            )
-        base_headers = {"authorization": f"Bearer {key}"} if key else {}
-        # An api_key= argument beats default_headers; a key from the environment does not.
-        protected = ("authorization",) if api_key is not None else ()
-        self._headers = merge_headers(base_headers, extra, protected=protected)
+        self._headers = openai_headers(
+            api_key,
+            default_headers,
+            host=self.host,
+            official=official_host,
+            missing_key_hint="set OPENAI_API_KEY or pass api_key=; "
+            "for a compatible server set base_url= (or OPENAI_BASE_URL)",
+        )
         self.supports_json_schema = (
             self.official_dialect if supports_json_schema is None else supports_json_schema
         )
@@ -126,10 +122,7 @@ class OpenAIChatProvider:
             (not official_host) if replay_reasoning is None else replay_reasoning
         )
         self.supports_vision = official_host if supports_vision is None else supports_vision
-        self._timeout = timeout
-        self._trust_env = trust_env
-        self._client = client
-        self._owns_client = client is None
+        self._client = ClientSlot(client, timeout=timeout, trust_env=trust_env)
 
     def __repr__(self) -> str:
         return f"OpenAIChatProvider(model={self.model!r}, base_url={self.base_url!r})"
@@ -137,17 +130,11 @@ class OpenAIChatProvider:
     # -- lifecycle ---------------------------------------------------------------------
 
     def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            from ..http_config import make_async_client
-
-            self._client = make_async_client(timeout=self._timeout, trust_env=self._trust_env)
-        return self._client
+        return self._client.get()
 
     async def aclose(self) -> None:
         """Close the HTTP client if this provider created it."""
-        if self._owns_client and self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
+        await self._client.aclose()
 
     # -- optional protocols ------------------------------------------------------------
 
@@ -303,19 +290,14 @@ class OpenAIChatProvider:
         body = self.build_request(
             entries, tools=tools, response_format=response_format, settings=settings
         )
-        decoder = ChatStreamDecoder(self.model)
-        if self._client is None:  # first call: keep httpx's import and TLS setup off the loop
-            from ..http_config import prepare_http
-
-            await asyncio.to_thread(prepare_http)
         deltas = stream_deltas(
-            self._http(),
+            await self._client.ready(),
             self.base_url + "/chat/completions",
             body,
             self._headers,
             vendor=self.name,
             model=self.model,
-            decoder=decoder,
+            decoder=ChatStreamDecoder(self.model),
         )
         async with aclosing(deltas):
             async for delta in deltas:

@@ -9,7 +9,6 @@ its ``encrypted_content`` so the next request can hand them back verbatim. Tool 
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
@@ -28,14 +27,15 @@ from ..transcript import (
     TranscriptEntry,
 )
 from ._http import (
+    ClientSlot,
     count_of,
     host_of,
-    merge_headers,
     merge_options,
     parse_json_event,
     stream_deltas,
     truncated,
 )
+from ._openai_auth import openai_headers
 from .base import (
     EntryCompletedDelta,
     FinishDelta,
@@ -86,38 +86,26 @@ class OpenAIResponsesProvider:
         )
         self.host = host_of(self.base_url)
         official = is_official_openai_host(self.host)
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY") or None
-        extra = dict(default_headers or {})
-        if official and not key and not any(k.lower() == "authorization" for k in extra):
-            raise UserError(
-                f"no API key for {self.host!r}", hint="set OPENAI_API_KEY or pass api_key="
-            )
-        base_headers = {"authorization": f"Bearer {key}"} if key else {}
-        # An api_key= argument beats default_headers; a key from the environment does not.
-        protected = ("authorization",) if api_key is not None else ()
-        self._headers = merge_headers(base_headers, extra, protected=protected)
+        self._headers = openai_headers(
+            api_key,
+            default_headers,
+            host=self.host,
+            official=official,
+            missing_key_hint="set OPENAI_API_KEY or pass api_key=",
+        )
         self.supports_json_schema = True if supports_json_schema is None else supports_json_schema
         self.supports_vision = official if supports_vision is None else supports_vision
-        self._timeout = timeout
-        self._trust_env = trust_env
-        self._client = client
-        self._owns_client = client is None
+        self._client = ClientSlot(client, timeout=timeout, trust_env=trust_env)
 
     def __repr__(self) -> str:
         return f"OpenAIResponsesProvider(model={self.model!r}, base_url={self.base_url!r})"
 
     def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            from ..http_config import make_async_client
-
-            self._client = make_async_client(timeout=self._timeout, trust_env=self._trust_env)
-        return self._client
+        return self._client.get()
 
     async def aclose(self) -> None:
         """Close the HTTP client if this provider created it."""
-        if self._owns_client and self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
+        await self._client.aclose()
 
     def context_window(self) -> int | None:
         """The bundled window for this host and model, if known."""
@@ -258,19 +246,14 @@ class OpenAIResponsesProvider:
         body = self.build_request(
             entries, tools=tools, response_format=response_format, settings=settings
         )
-        decoder = ResponsesStreamDecoder(self.model)
-        if self._client is None:  # first call: keep httpx's import and TLS setup off the loop
-            from ..http_config import prepare_http
-
-            await asyncio.to_thread(prepare_http)
         deltas = stream_deltas(
-            self._http(),
+            await self._client.ready(),
             self.base_url + "/responses",
             body,
             self._headers,
             vendor=self.name,
             model=self.model,
-            decoder=decoder,
+            decoder=ResponsesStreamDecoder(self.model),
         )
         async with aclosing(deltas):
             async for delta in deltas:

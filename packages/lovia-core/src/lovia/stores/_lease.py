@@ -13,15 +13,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from ..exceptions import SessionBusyError, UserError
+from ._rows import check_id
 
 
 def check_lease_args(session_id: str, timeout: float | None) -> None:
     """Refuse a blank session id or a negative timeout."""
-    if not isinstance(session_id, str) or not session_id:
-        raise UserError(
-            f"session_id must be a non-empty string, got {session_id!r}",
-            hint="lease the same session_id the run appends to",
-        )
+    check_id("session_id", session_id, hint="lease the same session_id the run appends to")
     if timeout is not None and timeout < 0:
         raise UserError(
             f"lease timeout must be >= 0 seconds or None, got {timeout!r}",

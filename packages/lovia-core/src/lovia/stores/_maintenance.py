@@ -1,9 +1,10 @@
 """Store-level session maintenance, planned as pure functions so every backend agrees.
 
 The backends read a session's segments inside one write transaction, ask these functions
-what to change, and apply the plan in that same transaction (so an error rolls it all
-back). Both operations keep the transcript tool-consistent: trimming only shortens result
-text, and a rewind never leaves a call without its result.
+what to change (the database stores get it as row updates: ``trim_rows``, ``rewind_rows``)
+and apply the plan in that same transaction (so an error rolls it all back). Both
+operations keep the transcript tool-consistent: trimming only shortens result text, and a
+rewind never leaves a call without its result.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 from ..exceptions import UserError
 from ..transcript import ToolResultEntry, TranscriptEntry, drop_dangling_tool_calls
+from ._rows import ROW_VERSION, SessionRow, decode_entries, encode_entries
 
 _TRIM_MARKER = "\n[... {n} chars trimmed from this stored tool result]"
 _TRIM_MARKER_RE = re.compile(r"\n\[\.\.\. \d+ chars trimmed from this stored tool result\]\Z")
@@ -22,21 +24,23 @@ _TRIM_MARKER_RE = re.compile(r"\n\[\.\.\. \d+ chars trimmed from this stored too
 
 def check_trim_args(keep_chars: int, keep_runs: int) -> None:
     """Refuse negative or non-integer trim arguments."""
-    for name, value in (("keep_chars", keep_chars), ("keep_runs", keep_runs)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise UserError(
-                f"{name} must be an int >= 0, got {value!r}",
-                hint="e.g. trim_tool_results(session_id, keep_chars=400, keep_runs=1)",
-            )
+    hint = "e.g. trim_tool_results(session_id, keep_chars=400, keep_runs=1)"
+    _check_count("keep_chars", keep_chars, hint=hint)
+    _check_count("keep_runs", keep_runs, hint=hint)
 
 
 def check_rewind_args(keep_entries: int) -> None:
     """Refuse a negative or non-integer ``keep_entries``."""
-    if isinstance(keep_entries, bool) or not isinstance(keep_entries, int) or keep_entries < 0:
-        raise UserError(
-            f"keep_entries must be an int >= 0, got {keep_entries!r}",
-            hint="it counts entries of the flat load(); 0 empties the session",
-        )
+    _check_count(
+        "keep_entries",
+        keep_entries,
+        hint="it counts entries of the flat load(); 0 empties the session",
+    )
+
+
+def _check_count(name: str, value: int, *, hint: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UserError(f"{name} must be an int >= 0, got {value!r}", hint=hint)
 
 
 def trim_segment(
@@ -62,6 +66,30 @@ def trim_segment(
             changed = True
         out.append(e)
     return out if changed else None
+
+
+_Update = tuple[str, int, int]  # a session_runs row's new (entries, version) and its id
+
+
+def trim_rows(
+    rows: Sequence[SessionRow], keep_chars: int, keep_runs: int
+) -> tuple[list[_Update], int]:
+    """``trim_segment`` over every row but the last ``keep_runs`` (those are not decoded):
+    the updates for the rows that change, and how many tool results were cut."""
+    updates: list[_Update] = []
+    trimmed = 0
+    for row_id, run_id, entries, _meta, version in rows[: max(0, len(rows) - keep_runs)]:
+        old = decode_entries(entries, version, run_id=run_id, row=row_id)
+        new = trim_segment(old, keep_chars)
+        if new is not None:
+            trimmed += count_trimmed(old, new)
+            updates.append((encode_entries(new), ROW_VERSION, row_id))
+    return updates, trimmed
+
+
+def count_trimmed(old: Sequence[TranscriptEntry], new: Sequence[TranscriptEntry]) -> int:
+    """How many entries ``trim_segment`` replaced (it keeps the others as they were)."""
+    return sum(a is not b for a, b in zip(old, new, strict=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,3 +125,24 @@ def plan_rewind(segments: Sequence[Sequence[TranscriptEntry]], keep_entries: int
             return RewindPlan(i, prefix, total - seen - len(prefix))
         seen += len(entries)
     return RewindPlan(len(segments), None, 0)
+
+
+def rewind_rows(
+    rows: Sequence[SessionRow], keep_entries: int
+) -> tuple[_Update | None, list[int], int]:
+    """``plan_rewind`` over a session's rows (in ``id`` order): the update for the row the
+    cut lands in (its meta is to be cleared) or ``None``, the ids of the rows that go, and
+    how many entries the rewind removes."""
+    plan = plan_rewind(
+        [
+            decode_entries(entries, version, run_id=run_id, row=row_id)
+            for row_id, run_id, entries, _meta, version in rows
+        ],
+        keep_entries,
+    )
+    first_gone = plan.keep_segments
+    truncate = None
+    if plan.truncated:  # an empty prefix is not kept: its row is deleted
+        truncate = (encode_entries(plan.truncated), ROW_VERSION, rows[first_gone][0])
+        first_gone += 1
+    return truncate, [row[0] for row in rows[first_gone:]], plan.removed

@@ -14,6 +14,7 @@ from uuid import uuid4
 
 from ..checkpointer import RunHead, RunSnapshot
 from ..exceptions import StoreError, UserError
+from ..session import Segment
 from ..transcript import (
     AssistantTextEntry,
     InputEntry,
@@ -28,6 +29,9 @@ from ..transcript import (
 
 ROW_VERSION = 1
 """The version written into every row; rows with a higher one are refused."""
+
+SessionRow = tuple[int, str, str, str, Any]
+"""A ``session_runs`` row as the database stores select it: id, run_id, entries, meta, version."""
 
 # What decoding stored data may raise: a malformed entry is a ValueError, but a part that
 # breaks its own invariants (an image with no source, bad base64) raises UserError.
@@ -49,22 +53,51 @@ def new_run_id(run_id: str | None) -> str:
     return run_id
 
 
+def check_id(name: str, value: str, *, hint: str) -> None:
+    """Refuse an id that is not a non-empty string (a usage mistake)."""
+    if not isinstance(value, str) or not value:
+        raise UserError(f"{name} must be a non-empty string, got {value!r}", hint=hint)
+
+
 def check_run_id(run_id: str) -> None:
     """Refuse a run id that is not a non-empty string (a usage mistake)."""
-    if not isinstance(run_id, str) or not run_id:
-        raise UserError(
-            f"run_id must be a non-empty string, got {run_id!r}",
-            hint="use a stable id such as a request id (or None where one is generated)",
-        )
+    check_id(
+        "run_id",
+        run_id,
+        hint="use a stable id such as a request id (or None where one is generated)",
+    )
 
 
 def check_session_id(session_id: str) -> None:
     """Refuse a session id that is not a non-empty string (a usage mistake)."""
-    if not isinstance(session_id, str) or not session_id:
-        raise UserError(
-            f"session_id must be a non-empty string, got {session_id!r}",
-            hint="use one stable id per conversation, e.g. a user or thread id",
-        )
+    check_id(
+        "session_id",
+        session_id,
+        hint="use one stable id per conversation, e.g. a user or thread id",
+    )
+
+
+def encode_segment(
+    session_id: str,
+    entries: Sequence[TranscriptEntry],
+    run_id: str | None,
+    meta: dict[str, Any] | None,
+) -> tuple[str, str, str]:
+    """A session append checked and encoded: ``(run_id, entries, meta)``, the run id
+    generated when ``None``. ``UserError`` for a bad id or data that is not JSON-safe."""
+    check_session_id(session_id)
+    run_id = new_run_id(run_id)
+    return run_id, encode_entries(entries), encode_meta(meta)
+
+
+def encode_checkpoint(
+    run_id: str, entries: Sequence[TranscriptEntry], head: RunHead
+) -> tuple[str | None, str]:
+    """A checkpoint append checked and encoded: ``(entries, head)``, entries ``None`` when
+    there are none (no row is written for them). ``UserError`` as for ``encode_segment``."""
+    check_run_id(run_id)
+    encoded = encode_entries(entries) if entries else None
+    return encoded, encode_head(head)
 
 
 def encode_entries(entries: Sequence[TranscriptEntry]) -> str:
@@ -138,6 +171,26 @@ def decode_head(text: Any, version: Any, *, run_id: str, row: object) -> RunHead
         raise _corrupt(run_id, row, _reason(exc)) from exc
 
 
+def decode_segments(rows: Sequence[SessionRow]) -> list[Segment]:
+    """The segments stored in ``rows``, in their order; ``StoreError`` for a bad row."""
+    return [
+        Segment(
+            run_id,
+            tuple(decode_entries(entries, version, run_id=run_id, row=row_id)),
+            decode_meta(meta, version, run_id=run_id, row=row_id),
+        )
+        for row_id, run_id, entries, meta, version in rows
+    ]
+
+
+def decode_history(rows: Sequence[SessionRow]) -> list[TranscriptEntry]:
+    """The entries stored in ``rows``, concatenated (their meta is not read)."""
+    out: list[TranscriptEntry] = []
+    for row_id, run_id, entries, _meta, version in rows:
+        out.extend(decode_entries(entries, version, run_id=run_id, row=row_id))
+    return out
+
+
 def build_snapshot(
     run_id: str, head_row: Sequence[Any] | None, turn_rows: Sequence[Sequence[Any]]
 ) -> RunSnapshot | None:
@@ -156,7 +209,7 @@ def build_snapshot(
     return RunSnapshot(run_id, tuple(entries), head)
 
 
-def same_entries(stored_text: str, new_text: str) -> bool:
+def _same_entries(stored_text: str, new_text: str) -> bool:
     """Whether two encoded entry lists hold the same entries (formatting aside)."""
     if stored_text == new_text:
         return True
@@ -166,8 +219,17 @@ def same_entries(stored_text: str, new_text: str) -> bool:
         return False
 
 
-def conflict(session_id: str, run_id: str) -> StoreError:
-    """The error for a re-append of ``run_id`` with different entries."""
+def check_reappend(session_id: str, run_id: str, stored: str | None, encoded: str) -> None:
+    """Accept a re-append of a stored ``run_id`` only with the entries already stored.
+
+    ``stored`` is the encoded entries of the existing row; ``StoreError`` when they differ
+    from ``encoded`` (or the row is gone).
+    """
+    if stored is None or not _same_entries(stored, encoded):
+        raise _conflict(session_id, run_id)
+
+
+def _conflict(session_id: str, run_id: str) -> StoreError:
     return StoreError(
         f"session {session_id!r} already holds run {run_id!r} with different entries",
         run_id=run_id,

@@ -60,15 +60,12 @@ class InMemorySession:
         meta: dict[str, Any] | None = None,
     ) -> str:
         """Add one segment; idempotent per ``run_id`` (see ``Session.append``)."""
-        _rows.check_session_id(session_id)
-        run_id = _rows.new_run_id(run_id)
-        encoded = _rows.encode_entries(entries)
-        _rows.encode_meta(meta)  # same JSON-safety rule as the database stores
+        # Encoded like the database stores: the same checks, and re-appends compare alike.
+        run_id, encoded, _meta = _rows.encode_segment(session_id, entries, run_id, meta)
         stored = self._sessions.setdefault(session_id, [])
         for s in stored:
             if s.run_id == run_id:
-                if not _rows.same_entries(s.encoded, encoded):
-                    raise _rows.conflict(session_id, run_id)
+                _rows.check_reappend(session_id, run_id, s.encoded, encoded)
                 return run_id
         stored.append(_Stored(run_id, tuple(entries), encoded, copy.deepcopy(meta or {})))
         return run_id
@@ -98,7 +95,7 @@ class InMemorySession:
         count = 0
         for s, new in plans:
             if new is not None:
-                count += sum(a is not b for a, b in zip(s.entries, new, strict=True))
+                count += _maintenance.count_trimmed(s.entries, new)
                 s.entries = tuple(new)
                 s.encoded = _rows.encode_entries(new)
         return count
@@ -131,9 +128,7 @@ class InMemoryCheckpointer:
 
     async def append(self, run_id: str, entries: Sequence[TranscriptEntry], head: RunHead) -> None:
         """Add ``entries`` and replace the head (frozen by copy)."""
-        _rows.check_run_id(run_id)
-        _rows.encode_entries(entries)  # same validation as the database stores
-        _rows.encode_head(head)
+        _rows.encode_checkpoint(run_id, entries, head)  # same validation as the database stores
         frozen = _frozen(head)
         stored = self._runs.get(run_id)
         if stored is None:

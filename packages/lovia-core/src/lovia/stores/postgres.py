@@ -36,8 +36,6 @@ __all__ = ["PostgresCheckpointer", "PostgresSession", "from_url"]
 
 logger = logging.getLogger(__name__)
 
-_Row = tuple[int, str, str, str, Any]  # id, run_id, entries, meta, version
-
 
 class PostgresSession:
     """A ``Session`` in PostgreSQL, shared safely by many processes and hosts.
@@ -71,23 +69,11 @@ class PostgresSession:
 
     async def segments(self, session_id: str) -> list[Segment]:
         """Every segment of ``session_id`` in insertion order."""
-        rows = await self._db.run(lambda c: self._select(c, session_id))
-        return [
-            Segment(
-                run_id,
-                tuple(_rows.decode_entries(entries, version, run_id=run_id, row=row_id)),
-                _rows.decode_meta(meta, version, run_id=run_id, row=row_id),
-            )
-            for row_id, run_id, entries, meta, version in rows
-        ]
+        return _rows.decode_segments(await self._db.run(lambda c: self._select(c, session_id)))
 
     async def load(self, session_id: str) -> list[TranscriptEntry]:
         """The flat history of ``session_id``."""
-        rows = await self._db.run(lambda c: self._select(c, session_id))
-        out: list[TranscriptEntry] = []
-        for row_id, run_id, entries, _meta, version in rows:
-            out.extend(_rows.decode_entries(entries, version, run_id=run_id, row=row_id))
-        return out
+        return _rows.decode_history(await self._db.run(lambda c: self._select(c, session_id)))
 
     async def append(
         self,
@@ -98,10 +84,7 @@ class PostgresSession:
         meta: dict[str, Any] | None = None,
     ) -> str:
         """Add one segment; idempotent per ``run_id`` (see ``Session.append``)."""
-        _rows.check_session_id(session_id)
-        run_id = _rows.new_run_id(run_id)
-        encoded = _rows.encode_entries(entries)
-        encoded_meta = _rows.encode_meta(meta)
+        run_id, encoded, encoded_meta = _rows.encode_segment(session_id, entries, run_id, meta)
         rid = run_id
 
         async def insert(conn: AsyncConnection[Any]) -> None:
@@ -116,8 +99,7 @@ class PostgresSession:
                     (session_id, rid),
                 )
                 row = await cur.fetchone()
-                if row is None or not _rows.same_entries(row[0], encoded):
-                    raise _rows.conflict(session_id, rid)
+                _rows.check_reappend(session_id, rid, row[0] if row else None, encoded)
 
         await self._db.run(insert)
         return run_id
@@ -148,17 +130,12 @@ class PostgresSession:
 
         async def trim(conn: AsyncConnection[Any]) -> int:
             rows = await self._select(conn, session_id, for_update=True)
-            count = 0
-            for row_id, run_id, entries, _meta, version in rows[: max(0, len(rows) - keep_runs)]:
-                old = _rows.decode_entries(entries, version, run_id=run_id, row=row_id)
-                new = _maintenance.trim_segment(old, keep_chars)
-                if new is not None:
-                    count += sum(a is not b for a, b in zip(old, new, strict=True))
-                    await conn.execute(
-                        f"UPDATE {self._t} SET entries = %s, version = %s WHERE id = %s",
-                        (_rows.encode_entries(new), _rows.ROW_VERSION, row_id),
-                    )
-            return count
+            updates, trimmed = _maintenance.trim_rows(rows, keep_chars, keep_runs)
+            for update in updates:
+                await conn.execute(
+                    f"UPDATE {self._t} SET entries = %s, version = %s WHERE id = %s", update
+                )
+            return trimmed
 
         return await self._db.run(trim)
 
@@ -172,35 +149,28 @@ class PostgresSession:
 
         async def rewind(conn: AsyncConnection[Any]) -> int:
             rows = await self._select(conn, session_id, for_update=True)
-            decoded = [
-                _rows.decode_entries(entries, version, run_id=run_id, row=row_id)
-                for row_id, run_id, entries, _meta, version in rows
-            ]
-            plan = _maintenance.plan_rewind(decoded, keep_entries)
-            first_gone = plan.keep_segments
-            if plan.truncated:
+            truncate, gone, removed = _maintenance.rewind_rows(rows, keep_entries)
+            if truncate is not None:
                 await conn.execute(
                     f"UPDATE {self._t} SET entries = %s, meta = '{{}}', version = %s WHERE id = %s",
-                    (_rows.encode_entries(plan.truncated), _rows.ROW_VERSION, rows[first_gone][0]),
+                    truncate,
                 )
-                first_gone += 1
-            gone = [r[0] for r in rows[first_gone:]]
             if gone:
                 await conn.execute(f"DELETE FROM {self._t} WHERE id = ANY(%s)", (gone,))
-            return plan.removed
+            return removed
 
         return await self._db.run(rewind)
 
     async def _select(
         self, conn: AsyncConnection[Any], session_id: str, *, for_update: bool = False
-    ) -> list[_Row]:
+    ) -> list[_rows.SessionRow]:
         lock = " FOR UPDATE" if for_update else ""
         cur = await conn.execute(
             f"SELECT id, run_id, entries, meta, version FROM {self._t}"
             f" WHERE session_id = %s ORDER BY id{lock}",
             (session_id,),
         )
-        rows: list[_Row] = await cur.fetchall()
+        rows: list[_rows.SessionRow] = await cur.fetchall()
         return rows
 
     @asynccontextmanager
@@ -267,9 +237,7 @@ class PostgresCheckpointer:
 
     async def append(self, run_id: str, entries: Sequence[TranscriptEntry], head: RunHead) -> None:
         """Add ``entries`` (no row when empty) and replace the head, in one transaction."""
-        _rows.check_run_id(run_id)
-        encoded = _rows.encode_entries(entries) if entries else None
-        encoded_head = _rows.encode_head(head)
+        encoded, encoded_head = _rows.encode_checkpoint(run_id, entries, head)
 
         async def append(conn: AsyncConnection[Any]) -> None:
             if encoded is not None:

@@ -44,8 +44,6 @@ __all__ = ["SQLiteCheckpointer", "SQLiteSession", "from_url"]
 
 logger = logging.getLogger(__name__)
 
-_Row = tuple[int, str, str, str, Any]  # id, run_id, entries, meta, version
-
 
 class SQLiteSession:
     """A ``Session`` in an SQLite file, safe to share between processes.
@@ -80,23 +78,11 @@ class SQLiteSession:
 
     async def segments(self, session_id: str) -> list[Segment]:
         """Every segment of ``session_id`` in insertion order."""
-        rows = await self._db.read(lambda c: _select_runs(c, session_id))
-        return [
-            Segment(
-                run_id,
-                tuple(_rows.decode_entries(entries, version, run_id=run_id, row=row_id)),
-                _rows.decode_meta(meta, version, run_id=run_id, row=row_id),
-            )
-            for row_id, run_id, entries, meta, version in rows
-        ]
+        return _rows.decode_segments(await self._db.read(lambda c: _select_runs(c, session_id)))
 
     async def load(self, session_id: str) -> list[TranscriptEntry]:
         """The flat history of ``session_id``."""
-        rows = await self._db.read(lambda c: _select_runs(c, session_id))
-        out: list[TranscriptEntry] = []
-        for row_id, run_id, entries, _meta, version in rows:
-            out.extend(_rows.decode_entries(entries, version, run_id=run_id, row=row_id))
-        return out
+        return _rows.decode_history(await self._db.read(lambda c: _select_runs(c, session_id)))
 
     async def append(
         self,
@@ -107,10 +93,7 @@ class SQLiteSession:
         meta: dict[str, Any] | None = None,
     ) -> str:
         """Add one segment; idempotent per ``run_id`` (see ``Session.append``)."""
-        _rows.check_session_id(session_id)
-        run_id = _rows.new_run_id(run_id)
-        encoded = _rows.encode_entries(entries)
-        encoded_meta = _rows.encode_meta(meta)
+        run_id, encoded, encoded_meta = _rows.encode_segment(session_id, entries, run_id, meta)
 
         def insert(conn: sqlite3.Connection) -> None:
             cur = conn.execute(
@@ -120,12 +103,11 @@ class SQLiteSession:
                 (session_id, run_id, encoded, encoded_meta, _rows.ROW_VERSION, time.time()),
             )
             if cur.rowcount == 0:
-                (stored,) = conn.execute(
+                row = conn.execute(
                     "SELECT entries FROM session_runs WHERE session_id = ? AND run_id = ?",
                     (session_id, run_id),
                 ).fetchone()
-                if not _rows.same_entries(stored, encoded):
-                    raise _rows.conflict(session_id, run_id)
+                _rows.check_reappend(session_id, run_id, row[0] if row else None, encoded)
 
         await self._db.write(insert)
         return run_id
@@ -154,17 +136,11 @@ class SQLiteSession:
 
         def trim(conn: sqlite3.Connection) -> int:
             rows = _select_runs(conn, session_id)
-            count = 0
-            for row_id, run_id, entries, _meta, version in rows[: max(0, len(rows) - keep_runs)]:
-                old = _rows.decode_entries(entries, version, run_id=run_id, row=row_id)
-                new = _maintenance.trim_segment(old, keep_chars)
-                if new is not None:
-                    count += sum(a is not b for a, b in zip(old, new, strict=True))
-                    conn.execute(
-                        "UPDATE session_runs SET entries = ?, version = ? WHERE id = ?",
-                        (_rows.encode_entries(new), _rows.ROW_VERSION, row_id),
-                    )
-            return count
+            updates, trimmed = _maintenance.trim_rows(rows, keep_chars, keep_runs)
+            conn.executemany(
+                "UPDATE session_runs SET entries = ?, version = ? WHERE id = ?", updates
+            )
+            return trimmed
 
         return await self._db.write(trim)
 
@@ -178,22 +154,14 @@ class SQLiteSession:
 
         def rewind(conn: sqlite3.Connection) -> int:
             rows = _select_runs(conn, session_id)
-            decoded = [
-                _rows.decode_entries(entries, version, run_id=run_id, row=row_id)
-                for row_id, run_id, entries, _meta, version in rows
-            ]
-            plan = _maintenance.plan_rewind(decoded, keep_entries)
-            first_gone = plan.keep_segments
-            if plan.truncated:
+            truncate, gone, removed = _maintenance.rewind_rows(rows, keep_entries)
+            if truncate is not None:
                 conn.execute(
                     "UPDATE session_runs SET entries = ?, meta = '{}', version = ? WHERE id = ?",
-                    (_rows.encode_entries(plan.truncated), _rows.ROW_VERSION, rows[first_gone][0]),
+                    truncate,
                 )
-                first_gone += 1
-            conn.executemany(
-                "DELETE FROM session_runs WHERE id = ?", [(r[0],) for r in rows[first_gone:]]
-            )
-            return plan.removed
+            conn.executemany("DELETE FROM session_runs WHERE id = ?", [(i,) for i in gone])
+            return removed
 
         return await self._db.write(rewind)
 
@@ -288,9 +256,7 @@ class SQLiteCheckpointer:
 
     async def append(self, run_id: str, entries: Sequence[TranscriptEntry], head: RunHead) -> None:
         """Add ``entries`` (no row when empty) and replace the head, in one transaction."""
-        _rows.check_run_id(run_id)
-        encoded = _rows.encode_entries(entries) if entries else None
-        encoded_head = _rows.encode_head(head)
+        encoded, encoded_head = _rows.encode_checkpoint(run_id, entries, head)
 
         def append(conn: sqlite3.Connection) -> None:
             if encoded is not None:
@@ -334,8 +300,8 @@ class SQLiteCheckpointer:
         await self._db.write(delete)
 
 
-def _select_runs(conn: sqlite3.Connection, session_id: str) -> list[_Row]:
-    rows: list[_Row] = conn.execute(
+def _select_runs(conn: sqlite3.Connection, session_id: str) -> list[_rows.SessionRow]:
+    rows: list[_rows.SessionRow] = conn.execute(
         "SELECT id, run_id, entries, meta, version FROM session_runs"
         " WHERE session_id = ? ORDER BY id",
         (session_id,),
