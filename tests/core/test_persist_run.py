@@ -245,7 +245,8 @@ async def test_non_json_output_is_refused_and_the_run_fails() -> None:
 
 async def test_checkpoint_takes_checkpoint_options() -> None:
     with pytest.raises(UserError, match="CheckpointOptions") as info:
-        await Runner.run(Agent("w", model=ScriptedProvider([])), "go", checkpoint=object())
+        bad: Any = object()  # wrong on purpose: the runtime check is what is under test
+        await Runner.run(Agent("w", model=ScriptedProvider([])), "go", checkpoint=bad)
     assert info.value.hint
 
 
@@ -610,19 +611,26 @@ async def test_an_injected_message_is_checkpointed_before_the_model_call() -> No
     from lovia.steering import Mailbox
 
     store = InMemoryCheckpointer()
+    held: list[tuple[TranscriptEntry, ...]] = []
+
+    class Probe(ScriptedProvider):
+        """Notes what the store holds at the moment the model is called."""
+
+        async def stream(self, entries: Any, **kwargs: Any) -> Any:
+            snapshot = await store.load("r")
+            held.append(snapshot.entries if snapshot is not None else ())
+            async for delta in super().stream(entries, **kwargs):
+                yield delta
+
     mailbox = Mailbox()
     mailbox.push("also this")
-    provider = ScriptedProvider([RuntimeError("provider down")])
-    with pytest.raises(RuntimeError):
-        await Runner.run(
-            Agent("w", model=provider, retry=None),
-            "go",
-            mailbox=mailbox,
-            checkpoint=CheckpointOptions(store, "r"),
-        )
-    snapshot = await store.load("r")
-    assert snapshot is not None
-    assert snapshot.entries == (InputEntry("user", "go"), InputEntry("user", "also this"))
+    await Runner.run(
+        Agent("w", model=Probe([text("ok")])),
+        "go",
+        mailbox=mailbox,
+        checkpoint=CheckpointOptions(store, "r"),
+    )
+    assert held == [(InputEntry("user", "go"), InputEntry("user", "also this"))]
 
 
 async def test_malformed_arguments_persisted_before_rejection_are_normalised() -> None:
@@ -761,3 +769,59 @@ async def test_a_reissued_run_id_that_reached_the_session_is_refused() -> None:
             Agent("w", model=empty), "q", session=session, session_id="s", checkpoint=options
         )
     assert info.value.hint and len(empty.calls) == 0
+
+
+async def test_the_context_carries_the_checkpoints_run_id_and_the_session_id() -> None:
+    seen: list[tuple[str | None, str | None]] = []
+
+    @tool
+    async def where(ctx: RunContext[Any]) -> str:
+        """Reports the run's ids."""
+        seen.append((ctx.run_id, ctx.session_id))
+        return "here"
+
+    provider = ScriptedProvider([call("where", {}), text("done")])
+    result = await Runner.run(
+        Agent("w", model=provider, tools=[where]),
+        "go",
+        session=InMemorySession(),
+        session_id="s-1",
+        checkpoint=CheckpointOptions(InMemoryCheckpointer(), "run-7"),
+    )
+    assert seen == [("run-7", "s-1")]
+    assert (result.run_id, result.session_id) == ("run-7", "s-1")
+
+
+async def test_an_approval_is_asked_again_for_a_call_resumed_without_a_result() -> None:
+    asked: list[str] = []
+    attempts: list[int] = []
+
+    @tool(needs_approval=True)
+    async def deploy(ctx: RunContext[Any]) -> str:
+        """Deploys; the first attempt is cut off by a cancel."""
+        attempts.append(len(attempts) + 1)
+        if len(attempts) == 1:
+            ctx.cancel_token.cancel("operator stopped the run")
+            await asyncio.Event().wait()
+        return "deployed"
+
+    def handler(call: Any, ctx: RunContext[Any]) -> bool:
+        asked.append(call.id)
+        return True
+
+    store = InMemoryCheckpointer()
+    first = Agent("d", model=ScriptedProvider([call("deploy", {}, call_id="d1")]), tools=[deploy])
+    with pytest.raises(RunCancelled):
+        await Runner.run(
+            first.clone(approval_handler=handler), "go", checkpoint=CheckpointOptions(store, "r")
+        )
+    stored = await store.load("r")
+    assert stored is not None and stored.head.status == "interrupted"
+    provider = ScriptedProvider([text("done")])
+    result = await Runner.run(
+        first.clone(model=provider, approval_handler=handler),
+        "go",
+        checkpoint=CheckpointOptions(store, "r"),
+    )
+    assert asked == ["d1", "d1"]  # the decision was not persisted: asked again on resume
+    assert attempts == [1, 2] and result.output == "done"

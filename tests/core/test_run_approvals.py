@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 from lovia import Agent, RunContext, Runner, tool
+from lovia.cancellation import CancelToken
 from lovia.events import ApprovalRequired, Event, ToolCallCompleted, ToolCallFailed, ToolCallStarted
+from lovia.exceptions import RunCancelled
 from lovia.hooks import AgentHooks
 from lovia.messages import ToolCall
 from lovia.testing import ScriptedProvider, batch, call, text
@@ -282,3 +284,52 @@ async def test_release_denies_everything_pending() -> None:
     assert ran == []
     result = await handle.result()
     assert "denied" in result.entries[2].output  # type: ignore[union-attr]
+
+
+async def test_a_cancel_while_a_decision_is_pending_leaves_nothing_on_the_channel() -> None:
+    running = asyncio.Event()
+
+    @tool
+    async def hang() -> str:
+        """Runs until the run is cancelled."""
+        running.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    provider = ScriptedProvider(
+        [batch(("hang", {}, "h"), ("delete", {"path": "x"}, "d")), text("")]
+    )
+    handle = Runner.stream(Agent("h", model=provider, tools=[hang, delete]), "go")
+    pending_at_event: list[bool] = []
+    async for event in handle:
+        if isinstance(event, ApprovalRequired):
+            await running.wait()
+            pending_at_event.append(handle.approvals.is_pending("d"))
+            handle.cancel("stop")  # undecided, while the other call still runs
+    with pytest.raises(RunCancelled):
+        await handle.result()
+    assert pending_at_event == [True]
+    assert handle.approvals.pending() == []
+    assert handle.approvals.approve("d") is False  # a late answer is not taken as accepted
+    assert ran == []
+
+
+async def test_a_cancel_interrupts_an_approval_handler_that_is_still_waiting() -> None:
+    asked = asyncio.Event()
+    token = CancelToken()
+
+    async def handler(call: ToolCall, ctx: RunContext[Any]) -> bool:
+        asked.set()
+        await asyncio.Event().wait()  # a human who never answers
+        return True
+
+    async def cancel_once_asked() -> None:
+        await asked.wait()
+        token.cancel("user left")
+
+    canceller = asyncio.create_task(cancel_once_asked())
+    run = Runner.run(_agent(_script(), approval_handler=handler), "go", cancel_token=token)
+    with pytest.raises(RunCancelled, match="user left"):
+        await asyncio.wait_for(run, 5)
+    await canceller
+    assert ran == []

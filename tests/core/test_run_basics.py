@@ -124,15 +124,20 @@ def test_session_without_session_id_raises_user_error() -> None:
 
 def test_checkpoint_rejects_anything_but_checkpoint_options_eagerly() -> None:
     with pytest.raises(UserError, match="takes a CheckpointOptions"):
-        Runner.stream(_agent(ScriptedProvider([])), "hi", checkpoint=object())
+        bad: Any = object()  # wrong on purpose: the runtime check is what is under test
+        Runner.stream(_agent(ScriptedProvider([])), "hi", checkpoint=bad)
 
 
-async def test_max_turns_exceeded_when_the_model_keeps_calling_tools() -> None:
+async def test_max_turns_exceeded_when_the_model_keeps_calling_tools(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     provider = ScriptedProvider([call("add", {"a": 1, "b": 1}) for _ in range(3)])
-    with pytest.raises(MaxTurnsExceeded) as info:
+    with caplog.at_level(logging.WARNING, logger="lovia"), pytest.raises(MaxTurnsExceeded) as info:
         await Runner.run(_agent(provider), "loop", max_turns=2)
     assert info.value.hint
     assert len(provider.calls) == 2
+    logged = [r for r in caplog.records if "max_turns" in r.getMessage()]
+    assert len(logged) == 1  # logged once, by the loop
 
 
 async def test_empty_reply_completes_with_empty_string_and_warns(
@@ -290,3 +295,19 @@ async def test_a_paused_turn_is_continued_not_taken_as_the_answer() -> None:
     assert result.output == " and done."
     assert result.turns == 2
     assert len(provider.calls) == 2
+
+
+@pytest.mark.parametrize("field", ["tools", "handoffs", "plugins", "input_guardrails"])
+def test_a_single_item_where_a_list_is_expected_raises_with_a_hint(field: str) -> None:
+    item: Any = add if field == "tools" else Agent("other")
+    with pytest.raises(UserError, match=f"{field}= takes a list") as info:
+        Agent("a", **{field: item})
+    assert info.value.hint == f"wrap a single item in a list: {field}=[item]"
+
+
+async def test_max_turns_below_one_is_a_user_error_before_any_call() -> None:
+    provider = ScriptedProvider([text("x")])
+    with pytest.raises(UserError, match="max_turns") as info:
+        await Runner.run(Agent("a", model=provider), "hi", max_turns=0)
+    assert info.value.hint is not None
+    assert len(provider.calls) == 0

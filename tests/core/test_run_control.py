@@ -209,3 +209,107 @@ async def test_cancel_between_turns_is_checked() -> None:
 
 async def _collect(handle: Any) -> list[Event]:
     return [e async for e in handle]
+
+
+async def test_a_second_cancel_is_a_no_op_and_keeps_the_first_reason() -> None:
+    running = asyncio.Event()
+
+    @tool
+    async def hang() -> str:
+        """Runs until cancelled."""
+        running.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    provider = ScriptedProvider([call("hang", {}), text("x")])
+    handle = Runner.stream(Agent("c", model=provider, tools=[hang]), "go")
+    events: list[Event] = []
+    async for event in handle:
+        events.append(event)
+        if isinstance(event, ToolCallStarted):
+            await running.wait()
+            handle.cancel("first")
+            handle.cancel("second")
+    failed = [e for e in events if isinstance(e, RunFailed)]
+    assert len(failed) == 1 and events[-1] is failed[0]
+    assert isinstance(failed[0].error, RunCancelled) and failed[0].error.reason == "first"
+    assert not any(isinstance(e, ToolCallCompleted) for e in events)
+
+
+async def test_a_result_kept_before_a_cancel_still_reaches_the_stream() -> None:
+    other_started = asyncio.Event()
+
+    @tool
+    async def other() -> str:
+        """Runs until cancelled."""
+        other_started.set()
+        await asyncio.Event().wait()
+        return "other"
+
+    @tool
+    async def stopper(ctx: RunContext[Any]) -> str:
+        """Cancels the run, then returns its result."""
+        await other_started.wait()
+        ctx.cancel_token.cancel("from tool")
+        return "stopped"
+
+    provider = ScriptedProvider([batch(("other", {}, "o"), ("stopper", {}, "s")), text("never")])
+    handle = Runner.stream(Agent("c", model=provider, tools=[other, stopper]), "go")
+    events = [event async for event in handle]
+    completed = [e.call.id for e in events if isinstance(e, ToolCallCompleted)]
+    assert completed == ["s"]
+    assert isinstance(events[-1], RunFailed) and isinstance(events[-1].error, RunCancelled)
+
+
+async def test_a_cancel_by_the_last_call_of_a_batch_ends_the_run_without_turn_ended() -> None:
+    @tool
+    async def stopper(ctx: RunContext[Any]) -> str:
+        """Cancels the run."""
+        ctx.cancel_token.cancel("from tool")
+        return "stopped"
+
+    provider = ScriptedProvider([batch(("stopper", {}, "s")), text("never")])
+    handle = Runner.stream(Agent("c", model=provider, tools=[stopper]), "go")
+    events = [event async for event in handle]
+    assert [type(e).__name__ for e in events[-3:]] == [
+        "ToolCallStarted",
+        "ToolCallCompleted",
+        "RunFailed",
+    ]
+
+
+async def test_a_time_budget_spent_by_tools_stops_the_run_before_the_next_model_call() -> None:
+    now = [0.0]
+
+    @tool
+    async def slow() -> str:
+        """Takes (fake) time."""
+        now[0] += 10.0
+        return "done"
+
+    provider = ScriptedProvider([call("slow", {}), text("never")])
+    budget = RunBudget(max_seconds=5.0, clock=lambda: now[0])
+    with pytest.raises(BudgetExceeded) as info:
+        await Runner.run(Agent("t", model=provider, tools=[slow]), "go", budget=budget)
+    assert info.value.limit == "max_seconds"
+    assert len(provider.calls) == 1  # checked between turns, not after a wasted call
+
+
+async def test_a_budget_trip_inside_a_barrier_dispatches_nothing_after_it() -> None:
+    ran: list[str] = []
+
+    @tool(parallel=False)
+    async def spend() -> str:
+        """Trips the run's budget (a barrier: it runs alone)."""
+        raise BudgetExceeded("tool spent it all", limit="custom")
+
+    @tool
+    async def later() -> str:
+        """Must not be dispatched after the trip."""
+        ran.append("later")
+        return "later"
+
+    provider = ScriptedProvider([batch(("spend", {}, "s"), ("later", {}, "l")), text("never")])
+    with pytest.raises(BudgetExceeded, match="tool spent it all"):
+        await Runner.run(Agent("b", model=provider, tools=[spend, later]), "go")
+    assert ran == []

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from lovia import Agent, RunContext, Runner, tool
 from lovia.budget import RunBudget
-from lovia.events import HandoffOccurred, ToolCallCompleted, TurnEnded
-from lovia.exceptions import ProviderError
+from lovia.events import HandoffOccurred, RunCompleted, ToolCallCompleted, ToolCallFailed, TurnEnded
+from lovia.exceptions import ProviderError, UserError
 from lovia.handoff import Handoff
 from lovia.hooks import AgentHooks
 from lovia.messages import Message, Usage
@@ -332,3 +332,90 @@ async def test_string_model_targets_get_their_own_provider_closed_at_run_end() -
     assert result.output == "from b"
     assert built == ["a", "b"]
     assert closed == ["b", "a"]
+
+
+async def test_two_handoffs_with_one_tool_name_are_a_user_error() -> None:
+    provider = ScriptedProvider([text("never")])
+    first, second = Agent("Billing", model=provider), Agent("billing", model=provider)
+    entry = Agent("triage", model=provider, handoffs=[first, second])
+    with pytest.raises(UserError, match="transfer_to_billing") as info:
+        await Runner.run(entry, "hi")
+    assert info.value.hint is not None and "Handoff(" in info.value.hint
+    assert len(provider.calls) == 0
+    renamed = entry.clone(handoffs=[first, Handoff(second, name="transfer_to_billing_2")])
+    assert (await Runner.run(renamed, "hi")).output == "never"
+
+
+async def test_async_on_handoff_gets_the_models_reason_and_the_live_context() -> None:
+    seen: list[tuple[Any, str]] = []
+
+    async def record(args: dict[str, Any], ctx: RunContext[Any]) -> None:
+        seen.append((args.get("reason"), ctx.agent.name))
+
+    provider = ScriptedProvider([call("transfer_to_billing", {"reason": "money"}), text("ok")])
+    billing = Agent("billing", model=provider)
+    triage = Agent("triage", model=provider, handoffs=[Handoff(billing, on_handoff=record)])
+    result = await Runner.run(triage, "go")
+    assert seen == [("money", "triage")]
+    assert result.final_agent is billing
+
+
+async def test_a_raising_on_handoff_is_an_error_result_and_no_swap(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def refuse(args: dict[str, Any], ctx: RunContext[Any]) -> None:
+        raise RuntimeError("billing is closed")
+
+    provider = ScriptedProvider([call("transfer_to_billing", {}, call_id="h"), text("stayed")])
+    billing = Agent("billing", model=provider)
+    triage = Agent("triage", model=provider, handoffs=[Handoff(billing, on_handoff=refuse)])
+    with caplog.at_level("WARNING", logger="lovia.runtime"):
+        events = [e async for e in Runner.stream(triage, "go")]
+    result = _completed(events)
+    assert result.final_agent is triage and result.output == "stayed"
+    assert not any(isinstance(e, HandoffOccurred) for e in events)
+    failed = [e for e in events if isinstance(e, ToolCallFailed)]
+    assert [str(e.error) for e in failed] == ["billing is closed"]
+    outcome = next(e for e in result.entries if isinstance(e, ToolResultEntry))
+    assert outcome.is_error and "billing is closed" in outcome.output
+    assert any("handoff" in r.message and r.exc_info for r in caplog.records)
+
+
+def _completed(events: list[Any]) -> Any:
+    last = events[-1]
+    assert isinstance(last, RunCompleted)
+    return last.result
+
+
+async def test_handoff_hooks_see_the_targets_prompt_on_the_context() -> None:
+    seen: list[str] = []
+    hooks = AgentHooks()
+    hooks.on(HandoffOccurred)(lambda e, ctx: seen.append(ctx.system_prompt))
+    provider = ScriptedProvider([call("transfer_to_b", {}), text("ok")])
+    b = Agent("b", instructions="I am B.", model=provider, hooks=hooks)
+    a = Agent("a", instructions="I am A.", model=provider, handoffs=[b])
+    await Runner.run(a, "go")
+    assert seen == ["I am B."]
+
+
+async def test_each_agent_as_tool_call_gets_a_fresh_copy_of_the_budget() -> None:
+    @tool
+    async def lookup() -> str:
+        """Looks something up."""
+        return "found"
+
+    child_provider = ScriptedProvider(
+        [call("lookup", {}), text("one"), call("lookup", {}), text("two")]
+    )
+    child = Agent("helper", model=child_provider, tools=[lookup])
+    provider = ScriptedProvider(
+        [
+            call("ask_helper", {"input": "first"}, call_id="q1"),
+            call("ask_helper", {"input": "second"}, call_id="q2"),
+            text("done"),
+        ]
+    )
+    ask = child.as_tool(budget=RunBudget(max_tool_calls=1))
+    result = await Runner.run(Agent("boss", model=provider, tools=[ask]), "go")
+    outputs = [e.output for e in result.entries if isinstance(e, ToolResultEntry)]
+    assert outputs == ["one", "two"]  # a shared budget would trip on the second call

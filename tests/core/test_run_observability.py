@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 from lovia import Agent, RunContext, Runner, tool
-from lovia.context_policy import CompactionRequest, ContextResult
+from lovia.context_policy import CompactionRequest, ContextResult, NoopContextPolicy
 from lovia.events import (
     ContextCompacted,
     Event,
@@ -15,8 +16,9 @@ from lovia.events import (
     TextDelta,
     ToolCallCompleted,
 )
+from lovia.exceptions import SessionBusyError, UserError
 from lovia.hooks import AgentHooks
-from lovia.messages import Message
+from lovia.messages import Message, Usage
 from lovia.providers.registry import register_provider
 from lovia.stores.memory import InMemorySession
 from lovia.testing import ScriptedProvider, call, text
@@ -218,3 +220,151 @@ async def test_tool_call_span_records_the_tools_exception() -> None:
     await Runner.run(Agent("t", model=provider, tools=[broken]), "go", tracer=tracer)
     span = next(s for s in tracer.spans if s.name == "tool_call")
     assert isinstance(span.error, ValueError)
+
+
+async def test_run_and_model_call_spans_carry_their_attributes() -> None:
+    tracer = InMemoryTracer()
+    provider = ScriptedProvider(
+        [call("ping", {}, usage=Usage(10, 2)), text("ok", usage=Usage(20, 3))], model="m-1"
+    )
+    result = await Runner.run(Agent("t", model=provider, tools=[ping]), "go", tracer=tracer)
+    run_span = tracer.spans[-1]
+    assert run_span.name == "run"
+    assert run_span.attributes == {
+        "agent": "t",
+        "run_id": result.run_id,
+        "resumed": False,
+        "turns": 2,
+        "total_tokens": 35,
+    }
+    models = [s.attributes for s in tracer.spans if s.name == "model_call"]
+    assert models == [{"model": "m-1", "turn": 1}, {"model": "m-1", "turn": 2}]
+
+
+async def test_agent_as_tool_sub_runs_record_into_the_parents_tracer() -> None:
+    tracer = InMemoryTracer()
+    child = Agent("helper", model=ScriptedProvider([text("child answer")]))
+    provider = ScriptedProvider([call("ask_helper", {"input": "q"}), text("done")])
+    parent = Agent("boss", model=provider, tools=[child.as_tool()])
+    await Runner.run(parent, "go", tracer=tracer)
+    runs = [s for s in tracer.spans if s.name == "run"]
+    assert [s.attributes["agent"] for s in runs] == ["helper", "boss"]
+    assert runs[0].parent == "tool_call"
+
+
+async def test_a_falsy_policy_instance_is_still_the_agents_policy() -> None:
+    seen: list[int] = []
+
+    class Sized:
+        """A policy that happens to define ``__len__`` (so it is falsy when empty)."""
+
+        def __len__(self) -> int:
+            return 0
+
+        async def compact(self, req: CompactionRequest) -> ContextResult:
+            seen.append(len(req.entries))
+            return ContextResult(entries=req.entries)
+
+    provider = ScriptedProvider([text("ok")])
+    await Runner.run(Agent("p", model=provider, context_policy=Sized()), "go")
+    assert seen == [1]
+
+
+async def test_the_run_narrates_its_steps_on_the_lovia_logger(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    provider = ScriptedProvider(
+        [
+            call("ping", {}, call_id="p1", usage=Usage(10, 2)),
+            call("transfer_to_b", {}, call_id="h1", usage=Usage(20, 3)),
+            text("ok", usage=Usage(30, 4)),
+        ]
+    )
+    b = Agent("b", model=provider)
+    a = Agent("a", model=provider, tools=[ping], handoffs=[b])
+    with caplog.at_level("INFO", logger="lovia"):
+        await Runner.run(a, "go", context_policy=NoopContextPolicy())
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("lovia")]
+    assert [line.split(" ")[0].rstrip(":") for line in lines] == [
+        "run.start",
+        "model.done",
+        "tool.start",
+        "model.done",
+        "tool.start",
+        "run.handoff",
+        "model.done",
+        "run.done",
+    ]
+    assert lines[1] == "model.done: turn=1 tokens=12 calls=1"
+    assert lines[5] == "run.handoff: a -> b"
+    assert lines[-1] == "run.done: agent=b turns=3"
+
+
+class _LeaseSpy(InMemorySession):
+    """A real in-memory session that signals when a second run asks for the lease."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests = 0
+        self.second_request = asyncio.Event()
+
+    def lease(self, session_id: str, *, wait: bool = True, timeout: float | None = None) -> Any:
+        self.requests += 1
+        if self.requests == 2:
+            self.second_request.set()
+        return super().lease(session_id, wait=wait, timeout=timeout)
+
+
+async def test_a_second_run_on_a_busy_session_waits_and_then_sees_the_first_run() -> None:
+    session = _LeaseSpy()
+    holding = asyncio.Event()
+
+    @tool
+    async def hold() -> str:
+        """Returns once the second run asked for the session."""
+        holding.set()
+        await session.second_request.wait()
+        return "held"
+
+    first = Agent("a", model=ScriptedProvider([call("hold", {}), text("first done")]), tools=[hold])
+    second_provider = ScriptedProvider([text("second done")])
+    first_run = asyncio.create_task(Runner.run(first, "one", session=session, session_id="s"))
+    await holding.wait()  # the first run holds the lease
+    second = await Runner.run(
+        Agent("b", model=second_provider), "two", session=session, session_id="s"
+    )
+    await first_run
+    sent = [m.content for m in second_provider.calls[0]]
+    assert sent[0] == "one" and sent[-2:] == ["first done", "two"]
+    assert second.output == "second done"
+
+
+async def test_lease_timeout_zero_fails_at_once_on_a_busy_session() -> None:
+    session = InMemorySession()
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def hold() -> str:
+        """Holds the session until released."""
+        holding.set()
+        await release.wait()
+        return "held"
+
+    first = Agent("a", model=ScriptedProvider([call("hold", {}), text("done")]), tools=[hold])
+    first_run = asyncio.create_task(Runner.run(first, "one", session=session, session_id="s"))
+    await holding.wait()
+    provider = ScriptedProvider([text("never")])
+    with pytest.raises(SessionBusyError) as info:
+        await Runner.run(
+            Agent("b", model=provider), "two", session=session, session_id="s", lease_timeout=0
+        )
+    assert info.value.hint
+    assert len(provider.calls) == 0
+    release.set()
+    assert (await first_run).output == "done"
+
+
+def test_lease_timeout_needs_a_session() -> None:
+    with pytest.raises(UserError, match="lease_timeout") as info:
+        Runner.stream(Agent("a", model=ScriptedProvider([])), "hi", lease_timeout=0)
+    assert info.value.hint

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from lovia import Agent, RunContext, Runner
+from lovia import Agent, RunContext, Runner, tool
 from lovia.exceptions import GuardrailTripped, MaxTurnsExceeded, OutputValidationError
 from lovia.messages import Message
-from lovia.testing import ScriptedProvider, text
+from lovia.stores.memory import InMemorySession
+from lovia.testing import ScriptedProvider, call, text
 from lovia.transcript import InputEntry
 
 
@@ -153,3 +154,33 @@ async def test_output_guardrail_trip_ends_the_run() -> None:
     agent = Agent("g", model=provider, output_guardrails=[lambda out, ctx: True])
     with pytest.raises(GuardrailTripped):
         await Runner.run(agent, "go")
+
+
+async def test_input_guardrails_run_once_on_system_history_and_input() -> None:
+    session = InMemorySession()
+    first = Agent("g", instructions="Sys.", model=ScriptedProvider([text("earlier")]))
+    await Runner.run(first, "before", session=session, session_id="s")
+    seen: list[list[Message]] = []
+    turns: list[int] = []
+
+    def check(messages: list[Message], ctx: RunContext[Any]) -> None:
+        seen.append(messages)
+        turns.append(ctx.turn)
+
+    @tool
+    async def noop() -> str:
+        """Does nothing."""
+        return "ok"
+
+    provider = ScriptedProvider([call("noop", {}), text("later")])
+    agent = first.clone(model=provider, tools=[noop], input_guardrails=[check])
+    await Runner.run(agent, "now", session=session, session_id="s")
+    assert seen == [
+        [
+            Message("system", "Sys."),
+            Message("user", "before"),
+            Message("assistant", "earlier"),
+            Message("user", "now"),
+        ]
+    ]
+    assert turns == [0]  # before the first turn

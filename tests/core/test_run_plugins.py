@@ -96,9 +96,11 @@ async def test_view_injectors_change_the_view_only() -> None:
     provider = ScriptedProvider([call("ping", {}), text("ok")])
     agent = Agent("p", model=provider, tools=[ping], plugins=[plugin])
     result = await Runner.run(agent, "go", context_policy=NoopContextPolicy())
-    assert provider.calls[0][-1] == Message("user", "reminder 1")
+    assert provider.calls[0] == [Message("user", "go"), Message("user", "reminder 1")]
+    assert provider.calls[1][0] == Message("user", "go")
     assert provider.calls[1][-1] == Message("user", "reminder 2")
     assert provider.calls[1].count(Message("user", "reminder 1")) == 0
+    assert len(provider.calls[1]) == 4  # input, call, result, reminder
     assert not any(
         isinstance(e, InputEntry) and "reminder" in str(e.content) for e in result.entries
     )

@@ -214,3 +214,16 @@ async def test_reactive_policy_request_is_a_copy_of_the_transcript() -> None:
     provider = ScriptedProvider([_overflow(), text("ok")])
     result = await Runner.run(Agent("o", model=provider, context_policy=Mutating()), "go")
     assert result.output == "ok"
+
+
+async def test_the_reactive_overflow_retry_does_not_use_up_a_retry_attempt() -> None:
+    provider = ScriptedProvider([_overflow(), _flaky(), text("ok")])
+    agent = Agent(
+        "o",
+        model=provider,
+        context_policy=_ShrinkOnOverflow(compacted=True),
+        retry=_retry(max_attempts=2),
+    )
+    result = await Runner.run(agent, "go")
+    assert result.output == "ok"
+    assert len(provider.calls) == 3 and slept == [1.0]

@@ -10,6 +10,7 @@ from lovia.hooks import AgentHooks
 from lovia.messages import Message
 from lovia.parts import TextPart
 from lovia.steering import Mailbox
+from lovia.stores.memory import InMemorySession
 from lovia.testing import ScriptedProvider, call, text
 from lovia.transcript import InputEntry
 
@@ -104,3 +105,23 @@ async def test_context_mailbox_is_always_present() -> None:
     provider = ScriptedProvider([call("look", {}), text("ok")])
     await Runner.run(Agent("m", model=provider, tools=[look]), "hi")
     assert isinstance(seen[0], Mailbox)
+
+
+async def test_an_injected_message_reaches_the_session_exactly_once() -> None:
+    box = Mailbox()
+    box.push("also this")
+
+    @tool
+    async def step(ctx: RunContext[Any]) -> str:
+        """Pushes a second message, injected at the next turn."""
+        ctx.mailbox.push("and this")
+        return "stepped"
+
+    session = InMemorySession()
+    provider = ScriptedProvider([call("step", {}), text("done")])
+    agent = Agent("m", model=provider, tools=[step])
+    await Runner.run(agent, "hi", mailbox=box, session=session, session_id="s")
+    stored = await session.load("s")
+    users = [e.content for e in stored if isinstance(e, InputEntry) and e.role == "user"]
+    assert users == ["hi", "also this", "and this"]
+    assert len(box) == 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, Union
 
@@ -127,8 +127,14 @@ class Agent(Generic[DepsT]):
             )
         for attr in ("tools", "handoffs", "plugins", "input_guardrails", "output_guardrails"):
             value = getattr(self, attr)
-            if not isinstance(value, tuple):
-                setattr(self, attr, tuple(value))
+            if isinstance(value, tuple):
+                continue
+            if isinstance(value, (str, bytes, dict)) or not isinstance(value, Iterable):
+                raise UserError(
+                    f"Agent {self.name!r}: {attr}= takes a list, got a {type(value).__name__}",
+                    hint=f"wrap a single item in a list: {attr}=[item]",
+                )
+            setattr(self, attr, tuple(value))
         self._fragments = tuple(self._fragments)
 
     def __repr__(self) -> str:

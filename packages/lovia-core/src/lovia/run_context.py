@@ -36,19 +36,27 @@ class RunContext(Generic[DepsT]):
     agent: Agent[Any]
     """The active agent; changes on a handoff."""
     cancel_token: CancelToken
+    """The run's cooperative cancel token (always present; sub-runs share it)."""
     mailbox: Mailbox
+    """Steering messages drained at each turn start (always present; sub-runs get their own)."""
     entries: list[TranscriptEntry] = field(default_factory=list)
     """The full transcript so far (history and this run); read-only for receivers."""
     usage: Usage = field(default_factory=Usage)
+    """The run's usage so far (live; sub-runs fold into it)."""
     turn: int = 0
+    """The current turn, 1-based; 0 before the first turn."""
     session_id: str | None = None
+    """The run's ``session_id``, or ``None`` without a session."""
     run_id: str | None = None
+    """The run's id (the checkpoint's ``run_id`` when checkpointed)."""
     budget: RunBudget | None = None
+    """The run's ``RunBudget``, or ``None`` for no limits."""
     workspace: Any = None
     """The active workspace session (``lovia.workspace``), or ``None``."""
     system_prompt: str = ""
     """Base instructions + fragments + the run's ``extra_instructions`` for the active agent."""
     tracer: Tracer | None = None
+    """The run's tracer (sub-runs inherit it); the loop always sets one."""
 
     @property
     def context(self) -> DepsT:

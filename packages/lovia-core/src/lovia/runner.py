@@ -47,7 +47,11 @@ class Runner:
       leftovers are dropped), ``tracer`` (``NoopTracer`` when ``None``).
     * ``retry``, ``context_policy``: override the entry agent's posture for the whole run.
     * ``session`` + ``session_id``: load history at start, append this run on success
-      (``session`` without ``session_id`` raises ``UserError``).
+      (``session`` without ``session_id`` raises ``UserError``). The run holds the
+      session's lease throughout, so two runs on one session never interleave.
+    * ``lease_timeout``: how long a run waits for a session another run holds: ``None``
+      (the default) waits without limit, ``0`` fails at once; a session that stays busy
+      raises ``SessionBusyError``.
     * ``checkpoint``: a ``CheckpointOptions``: save the run as it goes (after each model
       output and tool result) so it can be resumed after a crash, and replay it without
       calling the model when its ``run_id`` already completed (``if_run_exists``).
@@ -71,6 +75,7 @@ class Runner:
         context_policy: ContextPolicy | None = None,
         session: Session | None = None,
         session_id: str | None = None,
+        lease_timeout: float | None = None,
         checkpoint: CheckpointOptions | None = None,
         tracer: Tracer | None = None,
     ) -> RunLoop[Any]:
@@ -96,6 +101,7 @@ class Runner:
             context_policy=context_policy,
             session=session,
             session_id=session_id,
+            lease_timeout=lease_timeout,
             tracer=tracer,
             interactive=interactive,
             checkpoint=checkpoint,
@@ -118,7 +124,8 @@ class Runner:
         context_policy: ContextPolicy | None = None,
         session: Session | None = None,
         session_id: str | None = None,
-        checkpoint: Any = None,
+        lease_timeout: float | None = None,
+        checkpoint: CheckpointOptions | None = None,
         tracer: Tracer | None = None,
     ) -> RunResult[Any]:
         """Run ``agent`` to completion and return its ``RunResult``.
@@ -141,6 +148,7 @@ class Runner:
             context_policy=context_policy,
             session=session,
             session_id=session_id,
+            lease_timeout=lease_timeout,
             checkpoint=checkpoint,
             tracer=tracer,
         )
@@ -163,7 +171,8 @@ class Runner:
         context_policy: ContextPolicy | None = None,
         session: Session | None = None,
         session_id: str | None = None,
-        checkpoint: Any = None,
+        lease_timeout: float | None = None,
+        checkpoint: CheckpointOptions | None = None,
         tracer: Tracer | None = None,
     ) -> RunResult[Any]:
         """``asyncio.run(Runner.run(...))``; raises ``UserError`` inside a running loop."""
@@ -185,6 +194,7 @@ class Runner:
                     context_policy=context_policy,
                     session=session,
                     session_id=session_id,
+                    lease_timeout=lease_timeout,
                     checkpoint=checkpoint,
                     tracer=tracer,
                 )
@@ -211,7 +221,8 @@ class Runner:
         context_policy: ContextPolicy | None = None,
         session: Session | None = None,
         session_id: str | None = None,
-        checkpoint: Any = None,
+        lease_timeout: float | None = None,
+        checkpoint: CheckpointOptions | None = None,
         tracer: Tracer | None = None,
     ) -> RunHandle[Any]:
         """Start ``agent`` lazily and return its ``RunHandle`` (iterate it, await it, or both).
@@ -233,6 +244,7 @@ class Runner:
             context_policy=context_policy,
             session=session,
             session_id=session_id,
+            lease_timeout=lease_timeout,
             checkpoint=checkpoint,
             tracer=tracer,
         )

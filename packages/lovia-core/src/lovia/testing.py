@@ -209,6 +209,7 @@ class ScriptedProvider:
         self.response_formats: list[dict[str, Any] | None] = []
         """The ``response_format`` sent on each call."""
         self.settings: list[ModelSettings | None] = []
+        """The ``ModelSettings`` sent on each call."""
 
     def __repr__(self) -> str:
         return f"ScriptedProvider(steps={len(self._script)}, used={self._next})"

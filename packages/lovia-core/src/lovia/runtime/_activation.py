@@ -58,19 +58,8 @@ async def activate_agent(
         if instance.aclose is not None:
             stack.push_async_callback(instance.aclose)
         instances.append(instance)
-    ws = agent.workspace
-    ws_session = None
-    ws_tools: Sequence[Tool] = ()
-    ws_text = ""
-    ws_injectors: tuple[Any, ...] = ()
-    if ws is not None:
-        ws_session = await ws.open()
-        if ws.close_after_run:
-            stack.push_async_callback(ws_session.close)
-        ws_tools = ws.tools()
-        ws_text = ws.instructions()
-        ws_injectors = tuple(ws.view_injectors())
-    handoffs = {h.tool_name: h for h in (as_handoff(item) for item in agent.handoffs)}
+    ws_session, ws_tools, ws_text, ws_injectors = await _open_workspace(agent, stack)
+    handoffs = _handoffs_by_tool_name(agent)
     tools = collect_tools(
         agent,
         instances,
@@ -91,6 +80,19 @@ async def activate_agent(
         output_type=agent.output_type if output_type is None else output_type,
         extra_instructions=extra_instructions,
     )
+
+
+async def _open_workspace(
+    agent: Agent[Any], stack: AsyncExitStack
+) -> tuple[Any, Sequence[Tool], str, tuple[Any, ...]]:
+    """The agent's workspace session, tools, instructions and view injectors (or nothing)."""
+    ws = agent.workspace
+    if ws is None:
+        return None, (), "", ()
+    session = await ws.open()
+    if ws.close_after_run:
+        stack.push_async_callback(session.close)
+    return session, ws.tools(), ws.instructions(), tuple(ws.view_injectors())
 
 
 def _assemble(
@@ -152,6 +154,21 @@ def _assemble(
         workspace_session=ws_session,
         static_prompt=static_prompt,
     )
+
+
+def _handoffs_by_tool_name(agent: Agent[Any]) -> dict[str, Handoff]:
+    """The agent's handoffs by tool name; two with one name are a ``UserError``."""
+    handoffs: dict[str, Handoff] = {}
+    for item in agent.handoffs:
+        handoff = as_handoff(item)
+        name = handoff.tool_name
+        if name in handoffs:
+            raise UserError(
+                f"two handoffs of agent {agent.name!r} get the tool name {name!r}",
+                hint="give one of them a distinct name with Handoff(agent, name='transfer_to_...')",
+            )
+        handoffs[name] = handoff
+    return handoffs
 
 
 def collect_tools(

@@ -10,7 +10,8 @@ and with the terminal event. ``_run()`` is a sequence of small phases per turn:
 3. the system head re-rendered (instructions callables run every turn);
 4. the view: the context policy, then view injectors on the view only (fail-open);
 5. the model call (``model_turn.ModelTurn``: deltas forwarded unchanged, retries);
-6. the reply appended (``MessageCompleted``), the budget checked again;
+6. (``_end_turn()`` from here) the reply appended (``MessageCompleted``), the budget
+   checked again;
 7. tool calls (``tool_calls.ToolCallProcessor``), then a pending handoff applied;
 8. or, with no calls, the final output: parse, repair turn, output guardrails.
 
@@ -21,6 +22,10 @@ Persistence seams: ``_open()`` takes the session lease and applies the checkpoin
 (a completed ``run_id`` is replayed there, ``runtime/resume.py``); ``_save_progress()``
 runs after each model output and each tool result (``runtime/checkpoint.py``);
 ``_persist_success()`` runs once on success: checkpoint finalised, then the session append.
+
+Why this module is longer than 600 lines: it is the one owner of a run's mutable state
+(01-internals, "Runner split"), so every phase that reads or writes that state is a short
+method here; the work that needs no loop state lives in the other ``runtime/`` modules.
 """
 
 from __future__ import annotations
@@ -80,6 +85,8 @@ _log = logging.getLogger("lovia.runtime")
 
 T = TypeVar("T")
 
+_NO_OUTPUT: Any = object()  # sentinel: the turn produced no final output
+
 
 class RunLoop(Generic[T]):
     """One run of ``agent`` on ``input`` (built by ``Runner``; see the module docstring)."""
@@ -100,18 +107,13 @@ class RunLoop(Generic[T]):
         context_policy: ContextPolicy | None = None,
         session: Session | None = None,
         session_id: str | None = None,
+        lease_timeout: float | None = None,
         tracer: Tracer | None = None,
         run_id: str | None = None,
         interactive: bool = True,
         checkpoint: CheckpointOptions | None = None,
     ) -> None:
-        if session is not None and not session_id:
-            raise UserError(
-                "session= was given without session_id=",
-                hint="pass session_id='...' to name the conversation in the session store",
-            )
-        if max_turns < 1:
-            raise UserError(f"max_turns must be at least 1, got {max_turns!r}")
+        _check_options(session, session_id, lease_timeout, max_turns)
         from ..approvals import ApprovalChannel
         from ..tracing import NoopTracer
 
@@ -124,6 +126,8 @@ class RunLoop(Generic[T]):
         self.context_policy = context_policy
         self.session = session
         self.session_id = session_id
+        self.lease_timeout = lease_timeout
+        """How long to wait for the session lease (``None``: no limit; ``0``: fail at once)."""
         self.interactive = interactive
         """A consumer may decide approvals late (out of band) while other calls run."""
         self.cancel_token = cancel_token if cancel_token is not None else CancelToken()
@@ -243,6 +247,7 @@ class RunLoop(Generic[T]):
     # -- the phases -------------------------------------------------------------------
 
     async def _run(self) -> AsyncGenerator[Event, None]:
+        """Open, start (or catch up a resumed turn), then turns until ``self.result`` is set."""
         if await self._open():
             return  # a replay: the stored result, and no event but the terminal one
         state = await self._start()
@@ -255,9 +260,7 @@ class RunLoop(Generic[T]):
             async with aclosing(self._catch_up(state)) as caught_up:
                 async for event in caught_up:
                     yield event
-            if self.result is not None:
-                return
-        while True:
+        while self.result is None:
             self._between_turns(state)
             state.turn += 1
             ctx.turn = state.turn
@@ -272,48 +275,56 @@ class RunLoop(Generic[T]):
             if compacted is not None:
                 yield compacted
             model_turn = self._model_turn(state, view)
+            # Deltas are forwarded from here, not from a helper: each generator layer costs
+            # per delta, and deltas are the hot path.
             async with aclosing(model_turn.stream()) as deltas:
                 async for event in deltas:
                     yield event
-            for event in self._late_events:
-                yield event
-            self._late_events.clear()
-            entries, calls = self._record_reply(state, model_turn.assembly)
-            if entries:
-                yield MessageCompleted(entries)
-            await self._save_progress()
-            if ctx.budget is not None:
-                ctx.budget.check(self.usage)
-            if calls:
-                async with aclosing(self._tool_phase(state, calls)) as tool_events:
-                    async for event in tool_events:
-                        yield event
-                handoff = await self._apply_handoff(state)
-                if handoff is not None:
-                    yield handoff
-                yield TurnEnded(agent, state.turn)
-                continue
-            if state.finish_reason == "pause_turn":
-                # The server paused a long turn (Anthropic server tools): sending the partial
-                # reply back is how the vendor continues it, so it is not a final answer.
-                yield TurnEnded(agent, state.turn)
-                continue
-            done, output = await self._final_output(state, entries)
-            if not done:
-                yield TurnEnded(agent, state.turn)
-                continue
-            await self._check_output(state, output)
-            yield TurnEnded(agent, state.turn)
+            async with aclosing(self._end_turn(state, agent, model_turn.assembly)) as events:
+                async for event in events:
+                    yield event
+
+    async def _end_turn(
+        self, state: RunState, agent: Agent[Any], asm: TurnAssembly
+    ) -> AsyncGenerator[Event, None]:
+        """After the reply: record it, then run its tool calls (and apply a handoff) or
+        settle the final output; on success set ``self.result`` and persist the run."""
+        for event in self._late_events:
+            yield event
+        self._late_events.clear()
+        entries, calls = self._record_reply(state, asm)
+        if entries:
+            yield MessageCompleted(entries)
+        await self._save_progress()
+        if self.ctx.budget is not None:
+            self.ctx.budget.check(self.usage)
+        output: Any = _NO_OUTPUT
+        if calls:
+            async with aclosing(self._tool_phase(state, calls)) as tool_events:
+                async for event in tool_events:
+                    yield event
+            handoff = await self._apply_handoff(state)
+            if handoff is not None:
+                yield handoff
+        elif state.finish_reason != "pause_turn":
+            # (A paused turn, Anthropic server tools, is not a final answer: sending the
+            # partial reply back is how the vendor continues it.)
+            done, value = await self._final_output(state, entries)
+            if done:
+                await self._check_output(state, value)
+                output = value
+        yield TurnEnded(agent, state.turn)
+        if output is not _NO_OUTPUT:
             self.result = self._build_result(state, output)
             await self._persist_success()
-            return
 
     async def _open(self) -> bool:
         """Take the session lease, then open the checkpoint; ``True`` for a replay."""
         assert self._stack is not None
         if self.session is not None:
             assert self.session_id is not None
-            await self._stack.enter_async_context(self.session.lease(self.session_id))
+            lease = self.session.lease(self.session_id, timeout=self.lease_timeout)
+            await self._stack.enter_async_context(lease)
         if self.checkpoint is None:
             return False
         from .resume import open_checkpoint, replay
@@ -335,7 +346,10 @@ class RunLoop(Generic[T]):
 
     async def _start(self) -> RunState:
         """Resolve the agent (a resumed run's active one) and posture, build the transcript."""
-        self.policy = self.context_policy or self.agent.context_policy or _default_policy()
+        policy = self.context_policy
+        if policy is None:
+            policy = self.agent.context_policy
+        self.policy = policy if policy is not None else _default_policy()
         snapshot = self._resume
         agent = self.agent
         if snapshot is not None:
@@ -655,6 +669,27 @@ class RunLoop(Generic[T]):
         if active.hooks:
             self._dispatching = True
         return active
+
+
+def _check_options(
+    session: Session | None, session_id: str | None, lease_timeout: float | None, max_turns: int
+) -> None:
+    """Usage mistakes fail before anything runs (``UserError`` with a hint)."""
+    if session is not None and not session_id:
+        raise UserError(
+            "session= was given without session_id=",
+            hint="pass session_id='...' to name the conversation in the session store",
+        )
+    if lease_timeout is not None and (session is None or lease_timeout < 0):
+        raise UserError(
+            f"lease_timeout={lease_timeout!r} needs a session= and must not be negative",
+            hint="0 fails at once when another run holds the session; None waits for it",
+        )
+    if max_turns < 1:
+        raise UserError(
+            f"max_turns must be at least 1, got {max_turns!r}",
+            hint="a turn is one model call plus its tool calls; pass max_turns=1 or more",
+        )
 
 
 def _default_policy() -> ContextPolicy:

@@ -61,7 +61,6 @@ class TurnAssembly:
         "_completed_text",
         "_slots",
         "finish_reason",
-        "finished",
         "forwarded",
         "reasoning",
         "text",
@@ -76,7 +75,6 @@ class TurnAssembly:
         self._completed_text: list[AssistantTextEntry] = []
         self.usage: Usage | None = None
         self.finish_reason: str | None = None
-        self.finished = False
         self.forwarded = False
         """Whether text or reasoning reached the consumer (a restart must discard it)."""
 
@@ -96,7 +94,6 @@ class TurnAssembly:
             self.usage = _merge_usage(self.usage, delta.usage)
         elif isinstance(delta, FinishDelta):
             self.finish_reason = delta.reason
-            self.finished = True
         elif isinstance(delta, EntryCompletedDelta):
             self._complete(delta)
         elif isinstance(delta, TextDelta):  # a provider that bypassed the fast path

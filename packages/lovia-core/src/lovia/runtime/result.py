@@ -145,4 +145,5 @@ class RunHandle(Generic[T]):
 
     @property
     def run_id(self) -> str:
+        """The run's id: the checkpoint's ``run_id``, or one generated for the run."""
         return self._loop.run_id

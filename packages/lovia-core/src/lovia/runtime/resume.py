@@ -146,17 +146,23 @@ async def open_checkpoint(
             "and cannot be resumed",
             hint="use if_run_exists='restart' to run it again from the new input",
         )
-    if options.resume_from is None or stored is None:
-        saved = 0 if stored is None else len(stored.entries)
-    elif stored.entries == options.resume_from.entries:
-        saved = len(stored.entries)
-    else:
+    return Opening(snapshot, _writer(options, saved=_saved_count(options, stored)))
+
+
+def _saved_count(options: CheckpointOptions, stored: RunSnapshot | None) -> int:
+    """How many of the resumed run's entries the store already holds.
+
+    ``resume_from`` must match what the store holds (or the store must hold nothing).
+    """
+    if stored is None:
+        return 0
+    if options.resume_from is not None and stored.entries != options.resume_from.entries:
         raise UserError(
-            f"resume_from does not match what the checkpointer holds for run {run_id!r}",
+            f"resume_from does not match what the checkpointer holds for run {options.run_id!r}",
             hint="resume from checkpointer.load(run_id), or pass a checkpointer that does "
             "not hold this run",
         )
-    return Opening(snapshot, _writer(options, saved=saved))
+    return len(stored.entries)
 
 
 def _writer(options: CheckpointOptions, *, saved: int) -> CheckpointWriter | None:

@@ -20,7 +20,8 @@
 * A budget trip stops dispatch, lets in-flight calls finish and be recorded, then ends the
   run with ``BudgetExceeded`` (interrupted; the undispatched calls stay pending for a
   resume). ``RunCancelled`` cancels the in-flight siblings at once and appends nothing for
-  them.
+  them. The cancel check after a completed result runs once that result's
+  ``ToolCallCompleted`` was emitted: every appended result reaches hooks and the stream.
 * Approvals resolve consumer (``ApprovalRequired.approve()/reject()`` or
   ``handle.approvals``), then ``Agent.approval_handler`` (``"ask"`` defers to the consumer),
   then deny. A streaming consumer may decide late, while other calls run; once nothing else
@@ -118,6 +119,7 @@ class ToolCallProcessor:
         """A handoff of this turn was accepted (a resumed turn may already have one)."""
         self.budget_error: BudgetExceeded | None = None
         self._watcher: asyncio.Future[None] | None = None
+        self._completed_since_check = False
 
     # -- the batch --------------------------------------------------------------------
 
@@ -155,6 +157,8 @@ class ToolCallProcessor:
             async with aclosing(self._drain_inflight()) as drained:
                 async for event in drained:
                     yield event
+            if self._completed_since_check:
+                self.ctx.cancel_token.check()  # after the last completed result
             if self.budget_error is not None:
                 raise self.budget_error
         finally:
@@ -216,6 +220,27 @@ class ToolCallProcessor:
         approvals = self.approvals
         future = approvals.register(call.id, call=call)
         future.add_done_callback(self._wake)
+        try:
+            async with aclosing(self._decide(call, future)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            if not future.done():
+                # Undecided (nobody answered, or the run is ending): no stale entry may stay
+                # on the channel, where a late answer would look accepted.
+                approvals.discard(call.id)
+        approved, reason = future.result() if future.done() else (False, "nobody approved the call")
+        if approved:
+            ready.needs_approval = False
+            return
+        yield self._reject(ready.planned, f"the call was denied ({reason or 'not approved'})")
+
+    async def _decide(
+        self, call: ToolCall, future: asyncio.Future[tuple[bool, str | None]]
+    ) -> AsyncGenerator[Event, None]:
+        """Consumer (on the event), then ``approval_handler``, then a late consumer answer
+        while other calls still run. Returns with ``future`` undecided when nobody decided."""
+        approvals = self.approvals
 
         def decide(approved: bool, reason: str | None) -> None:
             approvals.resolve(call.id, approved, reason=reason)
@@ -225,7 +250,6 @@ class ToolCallProcessor:
             try:
                 decision = await self._ask_handler(call)
             except (RunCancelled, BudgetExceeded):
-                approvals.discard(call.id)
                 raise
             except Exception as exc:  # noqa: BLE001 - fail closed: a raising handler denies
                 _log.warning("approval_handler raised for %r; denying", call.name, exc_info=True)
@@ -239,15 +263,6 @@ class ToolCallProcessor:
                 pending = await self._next_event()
                 if pending is not None:
                     yield pending
-        if future.done():
-            approved, reason = future.result()
-        else:
-            approvals.discard(call.id)
-            approved, reason = False, "nobody approved the call"
-        if approved:
-            ready.needs_approval = False
-            return
-        yield self._reject(ready.planned, f"the call was denied ({reason or 'not approved'})")
 
     async def _ask_handler(self, call: ToolCall) -> bool | None:
         """The agent's ``approval_handler`` verdict; ``None`` means ask the consumer."""
@@ -256,7 +271,8 @@ class ToolCallProcessor:
             return None
         verdict = handler(call, self.ctx)
         if inspect.isawaitable(verdict):
-            verdict = await verdict
+            # A handler may wait on a human; a cancel must not wait for it.
+            verdict = await self.ctx.cancel_token.race(verdict)
         if verdict is True or verdict == "allow":
             return True
         if verdict is False or verdict == "deny":
@@ -316,6 +332,7 @@ class ToolCallProcessor:
         except (RunCancelled, BudgetExceeded):
             raise
         except Exception as exc:  # noqa: BLE001 - a failed on_handoff is a result, no swap
+            _log.warning("handoff %r failed; not applied", ready.tool.name, exc_info=True)
             self.queue.put_nowait(ToolCallFailed(exc, ready.planned.call))
             return ToolOutcome(
                 output=f"Tool error: handoff failed: {exc!r}", raw=None, is_error=True, error=exc
@@ -336,6 +353,11 @@ class ToolCallProcessor:
 
     async def _next_event(self) -> Event | None:
         """Take one queue item; returns the event to emit (``None`` for wake-ups)."""
+        if self._completed_since_check:
+            # The cancel check after a completed result runs once its event was emitted, so
+            # a result that was appended and saved always reaches hooks and the stream.
+            self._completed_since_check = False
+            self.ctx.cancel_token.check()
         queue = self.queue
         if queue.empty() and self._watcher is None:
             self._watch_cancel()
@@ -365,7 +387,7 @@ class ToolCallProcessor:
         if outcome.is_error:
             _log.info("tool.error: %s call_id=%s", call.name, call.id)
         await self.on_result()
-        self.ctx.cancel_token.check()
+        self._completed_since_check = True
         return ToolCallCompleted(call, outcome.raw, outcome.is_error, outcome.output)
 
     def _watch_cancel(self) -> None:
