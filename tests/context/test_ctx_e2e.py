@@ -274,3 +274,15 @@ async def test_a_custom_policys_detail_lines_reach_the_notice() -> None:
     assert [n.detail for n in notices] == [("dropped the middle", "kept the last message")]
     assert (notices[0].tokens_before, notices[0].tokens_after) == (900, 100)
     assert len(provider.views[0]) == 2
+
+
+async def test_a_shared_policy_drops_each_runs_view_state_when_the_run_ends() -> None:
+    policy = _policy(context_window=8_000)
+    agent: Agent[None] = Agent(name="reader", tools=[fetch], context_policy=policy)
+    for i in range(3):
+        provider = ScriptedProvider([call("fetch", {"n": i}), text("done")])
+        result = await Runner.run(agent.clone(model=provider), "read a page")
+        assert result.output == "done"
+    # Nothing public exposes the retained views; the per-run cache is what would hold them
+    # (full tool outputs included) after the runs ended.
+    assert policy._tracks == {}

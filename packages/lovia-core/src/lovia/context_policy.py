@@ -17,6 +17,8 @@ Contract with the run loop:
   ``"context"``; a new run on the same session starts with the latest segment's value.
 * An optional ``tools()`` method contributes tools (``recall_tool_result``); an explicit
   tool of the same name shadows them silently.
+* An optional ``release(run_id)`` method is called when a run ends, so an instance shared
+  by many runs can drop that run's in-process state.
 
 The default policy is resolved through the ``lovia.context_policies`` entry-point group
 (``Compaction`` from lovia-context registers there); with nothing registered the run uses

@@ -415,6 +415,16 @@ class Compaction:
             detail=detail,
         )
 
+    def release(self, run_id: str | None) -> None:
+        """Forget the per-run view state of ``run_id`` (the loop calls this when a run ends).
+
+        An instance shared by many runs would otherwise keep recent runs' rendered views,
+        full tool outputs included, until they age out of its bounded cache. Decisions that
+        matter later live in the run's scratch and the session meta, not here.
+        """
+        if run_id is not None:
+            self._tracks.pop(("run", run_id), None)
+
     # -- state ---------------------------------------------------------------------------
 
     def _track_for(self, req: CompactionRequest) -> _Track:

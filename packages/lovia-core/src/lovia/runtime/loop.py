@@ -350,6 +350,10 @@ class RunLoop(Generic[T]):
         if policy is None:
             policy = self.agent.context_policy
         self.policy = policy if policy is not None else _default_policy()
+        release = getattr(self.policy, "release", None)  # optional seam method
+        if callable(release) and self._stack is not None:
+            # A policy instance shared across runs drops this run's per-run state at its end.
+            self._stack.callback(release, self.run_id)
         snapshot = self._resume
         agent = self.agent
         if snapshot is not None:
