@@ -158,14 +158,16 @@ def test_missing_opentelemetry_is_a_user_error_naming_the_extra(
 async def test_a_real_run_exports_nested_genai_spans(
     tracer: OpenTelemetryTracer, exporter: InMemorySpanExporter
 ) -> None:
-    from lovia import Agent, Runner, tool
+    from lovia import Agent, Runner, Usage, tool
     from lovia.testing import ScriptedProvider, call, text
 
     @tool
     def add(a: int, b: int) -> int:
         return a + b
 
-    provider = ScriptedProvider([call("add", {"a": 1, "b": 2}, call_id="c1"), text("3")])
+    provider = ScriptedProvider(
+        [call("add", {"a": 1, "b": 2}, call_id="c1", usage=Usage(5, 1)), text("3")]
+    )
     agent = Agent(name="calc", model=provider, tools=[add])
     result = await Runner.run(agent, "1+2?", tracer=tracer)
     assert result.output == "3"
@@ -183,4 +185,7 @@ async def test_a_real_run_exports_nested_genai_spans(
     )
     assert (run.attributes or {})["lovia.turns"] == 2
     assert (finished[1].attributes or {})["gen_ai.tool.call.id"] == "c1"
+    chat = dict(finished[0].attributes or {})
+    assert chat["gen_ai.provider.name"] == "scripted"
+    assert (chat["gen_ai.usage.input_tokens"], chat["gen_ai.usage.output_tokens"]) == (5, 1)
     assert all(s.status.status_code == StatusCode.UNSET for s in finished)

@@ -238,7 +238,10 @@ async def test_run_and_model_call_spans_carry_their_attributes() -> None:
         "total_tokens": 35,
     }
     models = [s.attributes for s in tracer.spans if s.name == "model_call"]
-    assert models == [{"model": "m-1", "turn": 1}, {"model": "m-1", "turn": 2}]
+    assert models == [
+        {"model": "m-1", "provider": "scripted", "turn": 1, "input_tokens": 10, "output_tokens": 2},
+        {"model": "m-1", "provider": "scripted", "turn": 2, "input_tokens": 20, "output_tokens": 3},
+    ]
 
 
 async def test_agent_as_tool_sub_runs_record_into_the_parents_tracer() -> None:

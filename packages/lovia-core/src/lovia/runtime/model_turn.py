@@ -212,7 +212,9 @@ class ModelTurn:
             reasoning = asm.reasoning
             feed = asm.feed
             try:
-                with self.tracer.span("model_call", model=provider.model, turn=self.turn):
+                with self.tracer.span(
+                    "model_call", model=provider.model, provider=provider.name, turn=self.turn
+                ) as span:
                     stream = provider.stream(
                         self.view,
                         tools=self.tools,
@@ -237,6 +239,9 @@ class ModelTurn:
                         close = getattr(stream, "aclose", None)
                         if close is not None:
                             await close()
+                    if asm.usage is not None:
+                        span.set_attribute("input_tokens", asm.usage.input_tokens)
+                        span.set_attribute("output_tokens", asm.usage.output_tokens)
                 return
             except ContextOverflowError as exc:
                 if overflow_tried or asm.forwarded:
