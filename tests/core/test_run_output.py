@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 from lovia import Agent, RunContext, Runner, tool
-from lovia.exceptions import GuardrailTripped, MaxTurnsExceeded, OutputValidationError
+from lovia.exceptions import (
+    GuardrailTripped,
+    MaxTurnsExceeded,
+    OutputValidationError,
+    UserError,
+)
 from lovia.messages import Message
 from lovia.stores.memory import InMemorySession
 from lovia.testing import ScriptedProvider, call, text
@@ -184,3 +189,9 @@ async def test_input_guardrails_run_once_on_system_history_and_input() -> None:
         ]
     ]
     assert turns == [0]  # before the first turn
+
+
+def test_a_bad_output_repair_fails_when_the_agent_is_built() -> None:
+    with pytest.raises(UserError) as info:
+        Agent(name="a", output_repair="yes")  # type: ignore[arg-type]  # deliberately wrong
+    assert "build_prompt" in (info.value.hint or "")

@@ -135,6 +135,14 @@ class Agent(Generic[DepsT]):
                     hint=f"wrap a single item in a list: {attr}=[item]",
                 )
             setattr(self, attr, tuple(value))
+        repair = self.output_repair
+        if not isinstance(repair, bool) and not callable(getattr(repair, "build_prompt", None)):
+            # Checked here, not when an output first fails to parse, so a typo fails fast.
+            raise UserError(
+                f"Agent {self.name!r}: output_repair must be True, False or an "
+                f"OutputRepairStrategy, got {repair!r}",
+                hint="pass an object with a build_prompt(exc, attempt) method",
+            )
         self._fragments = tuple(self._fragments)
 
     def __repr__(self) -> str:
