@@ -1,0 +1,1 @@
+"""Type-checked, never run: pins the public API's static types (mypy checks this package)."""
