@@ -66,6 +66,9 @@ class RunHead:
     """The provider-reported input tokens of the last call (``None``: not reported yet)."""
     context_state: dict[str, Any] = field(default_factory=dict)
     """The context policy's JSON-safe scratch state."""
+    notices: list[dict[str, Any]] = field(default_factory=list)
+    """The run's compaction notices so far (JSON-safe), so a resumed run still stores
+    every notice with its session segment."""
     updated_at: float = field(default_factory=time.time)
     """When this head was written, in seconds since the epoch."""
 
@@ -80,6 +83,7 @@ class RunHead:
             "error": to_json_safe(self.error),
             "last_input_tokens": self.last_input_tokens,
             "context_state": to_json_safe(self.context_state),
+            "notices": to_json_safe(self.notices),
             "updated_at": self.updated_at,
         }
 
@@ -98,6 +102,7 @@ class RunHead:
         usage = data.get("usage") or {}
         error = data.get("error")
         context_state = data.get("context_state") or {}
+        notices = data.get("notices") or []
         last = data.get("last_input_tokens")
         turns = data.get("turns", 0)
         updated_at = data.get("updated_at", 0.0)
@@ -106,6 +111,8 @@ class RunHead:
             and all(isinstance(v, int) for v in usage.values())
             and (error is None or isinstance(error, dict))
             and isinstance(context_state, dict)
+            and isinstance(notices, list)
+            and all(isinstance(n, dict) for n in notices)
             and (last is None or isinstance(last, int))
             and isinstance(turns, int)
             and isinstance(updated_at, (int, float))
@@ -120,6 +127,7 @@ class RunHead:
             error=error,
             last_input_tokens=last,
             context_state=context_state,
+            notices=notices,
             updated_at=float(updated_at),
         )
 

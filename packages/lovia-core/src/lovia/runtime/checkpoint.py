@@ -154,4 +154,5 @@ def _head(
         error=error,
         last_input_tokens=state.last_input_tokens,
         context_state=state.context_scratch,
+        notices=list(state.notices),  # a copy: the run keeps appending to its own list
     )

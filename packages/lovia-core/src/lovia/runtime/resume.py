@@ -218,8 +218,10 @@ def agent_to_resume(entry: Agent[Any], snapshot: RunSnapshot) -> Agent[Any]:
 
 
 def restore_head(state: RunState, head: RunHead) -> None:
-    """Carry the stored turn count, usage, last input tokens and policy state into ``state``."""
+    """Carry the stored turn count, usage, last input tokens, policy state and compaction
+    notices into ``state``."""
     state.turn = head.turns
+    state.notices.extend(head.notices)
     state.usage.add(head.usage)
     state.last_input_tokens = head.last_input_tokens
     if head.context_state:
@@ -369,7 +371,9 @@ async def replay(loop: RunLoop[Any], snapshot: RunSnapshot, *, heal: bool) -> Ru
     if heal and loop.session is not None:
         assert loop.session_id is not None
         _log.info("replay: run %s was missing from its session; appended", snapshot.run_id)
-        meta = {"context": head.context_state}
+        meta: dict[str, Any] = {"context": head.context_state}
+        if head.notices:
+            meta["notices"] = list(head.notices)
         await loop.session.append(loop.session_id, entries, run_id=snapshot.run_id, meta=meta)
     if loop.writer is not None:
         await loop.writer.after_session()

@@ -25,7 +25,8 @@
 * Approvals resolve consumer (``ApprovalRequired.approve()/reject()`` or
   ``handle.approvals``), then ``Agent.approval_handler`` (``"ask"`` defers to the consumer),
   then deny. A streaming consumer may decide late, while other calls run; once nothing else
-  is running, an undecided call is denied, so nothing ever hangs. A raising predicate or
+  is running, an undecided call is denied, so nothing ever hangs (a cancel while it waits
+  records nothing, so a resume asks again). A raising predicate or
   handler denies the call and emits ``ToolCallFailed``.
 """
 
@@ -229,6 +230,10 @@ class ToolCallProcessor:
                 # Undecided (nobody answered, or the run is ending): no stale entry may stay
                 # on the channel, where a late answer would look accepted.
                 approvals.discard(call.id)
+        if not future.done():
+            # Cancelled while undecided: nobody denied it, so no result is recorded and the
+            # call stays pending; a resume asks again.
+            self.ctx.cancel_token.check()
         approved, reason = future.result() if future.done() else (False, "nobody approved the call")
         if approved:
             ready.needs_approval = False

@@ -156,6 +156,7 @@ def _frozen(head: RunHead) -> RunHead:
         output=copy.deepcopy(head.output),
         error=copy.deepcopy(head.error),
         context_state=copy.deepcopy(head.context_state),
+        notices=copy.deepcopy(head.notices),
     )
 
 
