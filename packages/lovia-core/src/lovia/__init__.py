@@ -200,8 +200,9 @@ if TYPE_CHECKING:  # for type checkers only; never executed
     from lovia.transcript import TranscriptEntry as TranscriptEntry
 
     __version__: str
-    # ignore: lets lovia-core be type-checked alone (the other distributions absent)
-    from lovia.context import Compaction as Compaction  # type: ignore[import-not-found, unused-ignore]
+    # Names from other distributions (_OPTIONAL) get no static re-export here: core must type-check
+    # and import alone, so they type as Any through __getattr__; import them from their own
+    # portion (e.g. `from lovia.context import Compaction`) for full types.
 
 
 def __getattr__(name: str) -> Any:
