@@ -65,6 +65,7 @@ _EXPORTS: dict[str, str] = {
     "TextPart": "lovia.parts",
     "Plugin": "lovia.plugin",
     "PluginInstance": "lovia.plugin",
+    "ViewInjector": "lovia.plugin",
     "AnthropicProvider": "lovia.providers.anthropic",
     "ModelSettings": "lovia.providers.base",
     "Provider": "lovia.providers.base",
@@ -88,6 +89,7 @@ _EXPORTS: dict[str, str] = {
     "SQLiteCheckpointer": "lovia.stores.sqlite",
     "SQLiteSession": "lovia.stores.sqlite",
     "Tool": "lovia.tools.base",
+    "ToolPolicy": "lovia.tools.base",
     "tool": "lovia.tools.base",
     "ConsoleTracer": "lovia.tracing",
     "InMemoryTracer": "lovia.tracing",
@@ -163,6 +165,7 @@ if TYPE_CHECKING:  # for type checkers only; never executed
     from lovia.parts import TextPart as TextPart
     from lovia.plugin import Plugin as Plugin
     from lovia.plugin import PluginInstance as PluginInstance
+    from lovia.plugin import ViewInjector as ViewInjector
     from lovia.providers.anthropic import AnthropicProvider as AnthropicProvider
     from lovia.providers.base import ModelSettings as ModelSettings
     from lovia.providers.base import Provider as Provider
@@ -186,6 +189,7 @@ if TYPE_CHECKING:  # for type checkers only; never executed
     from lovia.stores.sqlite import SQLiteCheckpointer as SQLiteCheckpointer
     from lovia.stores.sqlite import SQLiteSession as SQLiteSession
     from lovia.tools.base import Tool as Tool
+    from lovia.tools.base import ToolPolicy as ToolPolicy
     from lovia.tools.base import tool as tool
     from lovia.tracing import ConsoleTracer as ConsoleTracer
     from lovia.tracing import InMemoryTracer as InMemoryTracer
