@@ -311,3 +311,11 @@ async def test_max_turns_below_one_is_a_user_error_before_any_call() -> None:
         await Runner.run(Agent("a", model=provider), "hi", max_turns=0)
     assert info.value.hint is not None
     assert len(provider.calls) == 0
+
+
+def test_a_misspelt_run_option_names_the_valid_ones() -> None:
+    agent = Agent(name="a", model=ScriptedProvider([text("x")]))
+    with pytest.raises(UserError) as info:
+        Runner.run_sync(agent, "hi", contxt=1)  # type: ignore[call-arg]  # deliberately wrong
+    assert "contxt" in str(info.value)
+    assert "context" in (info.value.hint or "")

@@ -25,19 +25,20 @@ from .providers.base import ModelSettings
 from .retry import RetryPolicy
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from .budget import RunBudget
     from .context_policy import ContextPolicy
     from .guardrails import InputGuardrail, OutputGuardrail
     from .handoff import Handoff
     from .hooks import AgentHooks
-    from .messages import Message
     from .output import OutputRepairStrategy
     from .plugin import Plugin
     from .providers.base import Provider
     from .run_context import RunContext
+    from .runner import RunInput, RunOptions
     from .runtime.result import RunHandle, RunResult
     from .tools.base import Tool, ToolResultRenderer
-    from .transcript import TranscriptEntry
     from .workspace_seam import WorkspaceLike
 
 __all__ = ["Agent", "ApprovalHandler", "ApprovalVerdict", "InstructionFragment", "Instructions"]
@@ -196,25 +197,19 @@ class Agent(Generic[DepsT]):
 
     # -- shortcuts --------------------------------------------------------------------
 
-    async def run(
-        self, input: str | Sequence[Message] | Sequence[TranscriptEntry], **options: Any
-    ) -> RunResult[Any]:
+    async def run(self, input: RunInput, **options: Unpack[RunOptions]) -> RunResult[Any]:
         """``await Runner.run(self, input, **options)``."""
         from .runner import Runner
 
         return await Runner.run(self, input, **options)
 
-    def run_sync(
-        self, input: str | Sequence[Message] | Sequence[TranscriptEntry], **options: Any
-    ) -> RunResult[Any]:
+    def run_sync(self, input: RunInput, **options: Unpack[RunOptions]) -> RunResult[Any]:
         """``Runner.run_sync(self, input, **options)``."""
         from .runner import Runner
 
         return Runner.run_sync(self, input, **options)
 
-    def stream(
-        self, input: str | Sequence[Message] | Sequence[TranscriptEntry], **options: Any
-    ) -> RunHandle[Any]:
+    def stream(self, input: RunInput, **options: Unpack[RunOptions]) -> RunHandle[Any]:
         """``Runner.stream(self, input, **options)``."""
         from .runner import Runner
 

@@ -127,7 +127,7 @@ def agent_as_tool(
         loop: RunLoop[Any] = RunLoop(
             agent,
             text,
-            deps=ctx.deps,
+            context=ctx.deps,
             cancel_token=ctx.cancel_token,
             mailbox=Mailbox(),
             tracer=ctx.tracer,

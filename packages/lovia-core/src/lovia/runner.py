@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, TypedDict, Union
 
 from .exceptions import UserError
 from .runtime.loop import RunLoop
 from .runtime.result import RunHandle, RunResult
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from .agent import Agent
     from .budget import RunBudget
     from .cancellation import CancelToken
@@ -28,10 +30,33 @@ if TYPE_CHECKING:
     from .tracing import Tracer
     from .transcript import TranscriptEntry
 
-__all__ = ["RunInput", "Runner"]
+__all__ = ["RunInput", "RunOptions", "Runner"]
 
 RunInput = Union[str, Sequence["Message"], Sequence["TranscriptEntry"]]
 """What a run takes: a user message as text, or messages/entries seeding the transcript."""
+
+
+class RunOptions(TypedDict, total=False):
+    """The keyword options every run method takes (see ``Runner`` for their meaning).
+
+    Defined once, so ``Runner.run``, ``run_sync``, ``stream`` and the ``Agent`` shortcuts
+    cannot drift apart; an omitted key takes ``RunLoop``'s default.
+    """
+
+    context: Any
+    output_type: Any
+    extra_instructions: str | None
+    max_turns: int
+    budget: RunBudget | None
+    cancel_token: CancelToken | None
+    mailbox: Mailbox | None
+    retry: RetryPolicy | None
+    context_policy: ContextPolicy | None
+    session: Session | None
+    session_id: str | None
+    lease_timeout: float | None
+    checkpoint: CheckpointOptions | None
+    tracer: Tracer | None
 
 
 class Runner:
@@ -59,26 +84,9 @@ class Runner:
 
     @classmethod
     def _loop(
-        cls,
-        agent: Agent[Any],
-        input: RunInput,
-        *,
-        interactive: bool,
-        context: Any = None,
-        output_type: Any = None,
-        extra_instructions: str | None = None,
-        max_turns: int = 50,
-        budget: RunBudget | None = None,
-        cancel_token: CancelToken | None = None,
-        mailbox: Mailbox | None = None,
-        retry: RetryPolicy | None = None,
-        context_policy: ContextPolicy | None = None,
-        session: Session | None = None,
-        session_id: str | None = None,
-        lease_timeout: float | None = None,
-        checkpoint: CheckpointOptions | None = None,
-        tracer: Tracer | None = None,
+        cls, agent: Agent[Any], input: RunInput, options: RunOptions, *, interactive: bool
     ) -> RunLoop[Any]:
+        checkpoint = options.get("checkpoint")
         if checkpoint is not None:
             from .checkpointer import CheckpointOptions
 
@@ -87,118 +95,35 @@ class Runner:
                     f"checkpoint= takes a CheckpointOptions, got {type(checkpoint).__name__}",
                     hint="pass checkpoint=CheckpointOptions(checkpointer=..., run_id=...)",
                 )
-        return RunLoop(
-            agent,
-            input,
-            deps=context,
-            output_type=output_type,
-            extra_instructions=extra_instructions,
-            max_turns=max_turns,
-            budget=budget,
-            cancel_token=cancel_token,
-            mailbox=mailbox,
-            retry=retry,
-            context_policy=context_policy,
-            session=session,
-            session_id=session_id,
-            lease_timeout=lease_timeout,
-            tracer=tracer,
-            interactive=interactive,
-            checkpoint=checkpoint,
-        )
+        unknown = sorted(set(options) - set(RunOptions.__annotations__))
+        if unknown:
+            raise UserError(
+                f"unknown run option(s): {', '.join(unknown)}",
+                hint=f"run options are: {', '.join(RunOptions.__annotations__)}",
+            )
+        return RunLoop(agent, input, interactive=interactive, **options)
 
     @classmethod
     async def run(
-        cls,
-        agent: Agent[Any],
-        input: RunInput,
-        *,
-        context: Any = None,
-        output_type: Any = None,
-        extra_instructions: str | None = None,
-        max_turns: int = 50,
-        budget: RunBudget | None = None,
-        cancel_token: CancelToken | None = None,
-        mailbox: Mailbox | None = None,
-        retry: RetryPolicy | None = None,
-        context_policy: ContextPolicy | None = None,
-        session: Session | None = None,
-        session_id: str | None = None,
-        lease_timeout: float | None = None,
-        checkpoint: CheckpointOptions | None = None,
-        tracer: Tracer | None = None,
+        cls, agent: Agent[Any], input: RunInput, **options: Unpack[RunOptions]
     ) -> RunResult[Any]:
         """Run ``agent`` to completion and return its ``RunResult``.
 
         Failures raise typed ``LoviaError`` subclasses. Gated tool calls are decided by
         hooks or ``Agent.approval_handler``; with neither, they are denied.
         """
-        loop = cls._loop(
-            agent,
-            input,
-            interactive=False,
-            context=context,
-            output_type=output_type,
-            extra_instructions=extra_instructions,
-            max_turns=max_turns,
-            budget=budget,
-            cancel_token=cancel_token,
-            mailbox=mailbox,
-            retry=retry,
-            context_policy=context_policy,
-            session=session,
-            session_id=session_id,
-            lease_timeout=lease_timeout,
-            checkpoint=checkpoint,
-            tracer=tracer,
-        )
+        loop = cls._loop(agent, input, options, interactive=False)
         return await loop.run()
 
     @classmethod
     def run_sync(
-        cls,
-        agent: Agent[Any],
-        input: RunInput,
-        *,
-        context: Any = None,
-        output_type: Any = None,
-        extra_instructions: str | None = None,
-        max_turns: int = 50,
-        budget: RunBudget | None = None,
-        cancel_token: CancelToken | None = None,
-        mailbox: Mailbox | None = None,
-        retry: RetryPolicy | None = None,
-        context_policy: ContextPolicy | None = None,
-        session: Session | None = None,
-        session_id: str | None = None,
-        lease_timeout: float | None = None,
-        checkpoint: CheckpointOptions | None = None,
-        tracer: Tracer | None = None,
+        cls, agent: Agent[Any], input: RunInput, **options: Unpack[RunOptions]
     ) -> RunResult[Any]:
         """``asyncio.run(Runner.run(...))``; raises ``UserError`` inside a running loop."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(
-                cls.run(
-                    agent,
-                    input,
-                    context=context,
-                    output_type=output_type,
-                    extra_instructions=extra_instructions,
-                    max_turns=max_turns,
-                    budget=budget,
-                    cancel_token=cancel_token,
-                    mailbox=mailbox,
-                    retry=retry,
-                    context_policy=context_policy,
-                    session=session,
-                    session_id=session_id,
-                    lease_timeout=lease_timeout,
-                    checkpoint=checkpoint,
-                    tracer=tracer,
-                )
-            )
+            return asyncio.run(cls.run(agent, input, **options))
         raise UserError(
             "Runner.run_sync() was called inside a running event loop",
             hint="use `await Runner.run(...)` in async code",
@@ -206,46 +131,10 @@ class Runner:
 
     @classmethod
     def stream(
-        cls,
-        agent: Agent[Any],
-        input: RunInput,
-        *,
-        context: Any = None,
-        output_type: Any = None,
-        extra_instructions: str | None = None,
-        max_turns: int = 50,
-        budget: RunBudget | None = None,
-        cancel_token: CancelToken | None = None,
-        mailbox: Mailbox | None = None,
-        retry: RetryPolicy | None = None,
-        context_policy: ContextPolicy | None = None,
-        session: Session | None = None,
-        session_id: str | None = None,
-        lease_timeout: float | None = None,
-        checkpoint: CheckpointOptions | None = None,
-        tracer: Tracer | None = None,
+        cls, agent: Agent[Any], input: RunInput, **options: Unpack[RunOptions]
     ) -> RunHandle[Any]:
         """Start ``agent`` lazily and return its ``RunHandle`` (iterate it, await it, or both).
 
         Usage mistakes (``session`` without ``session_id``, ``checkpoint=``) raise here.
         """
-        loop = cls._loop(
-            agent,
-            input,
-            interactive=True,
-            context=context,
-            output_type=output_type,
-            extra_instructions=extra_instructions,
-            max_turns=max_turns,
-            budget=budget,
-            cancel_token=cancel_token,
-            mailbox=mailbox,
-            retry=retry,
-            context_policy=context_policy,
-            session=session,
-            session_id=session_id,
-            lease_timeout=lease_timeout,
-            checkpoint=checkpoint,
-            tracer=tracer,
-        )
-        return RunHandle(loop)
+        return RunHandle(cls._loop(agent, input, options, interactive=True))

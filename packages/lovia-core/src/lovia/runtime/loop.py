@@ -96,7 +96,7 @@ class RunLoop(Generic[T]):
         agent: Agent[Any],
         input: str | Sequence[Message] | Sequence[TranscriptEntry],
         *,
-        deps: Any = None,
+        context: Any = None,
         output_type: Any = None,
         extra_instructions: str | None = None,
         max_turns: int = 50,
@@ -144,7 +144,7 @@ class RunLoop(Generic[T]):
         self.transcript: list[TranscriptEntry] = []
         self._live_view = LiveView(self.transcript)
         self.ctx: RunContext[Any] = RunContext(
-            deps=deps,
+            deps=context,
             agent=agent,
             cancel_token=self.cancel_token,
             mailbox=self.mailbox,
