@@ -152,7 +152,7 @@ def test_missing_opentelemetry_is_a_user_error_naming_the_extra(
     monkeypatch.setitem(sys.modules, "opentelemetry", None)
     with pytest.raises(UserError) as info:
         OpenTelemetryTracer()
-    assert info.value.hint == "pip install 'lovia-core[otel]'"
+    assert info.value.hint == "pip install opentelemetry-api"
 
 
 async def test_a_real_run_exports_nested_genai_spans(

@@ -279,14 +279,37 @@ def test_decorating_a_tool_twice_raises() -> None:
         tool(once)  # type: ignore[call-overload]  # the mistake under test
 
 
-def test_importing_the_decorator_does_not_import_pydantic() -> None:
+def test_plain_typed_tools_load_pydantic_only_on_their_first_call() -> None:
+    # Issue 11: a program that defines plain-typed tools pays for pydantic only when a tool
+    # first validates arguments; what the call validates is unchanged (pydantic's model).
     code = (
-        "import sys\n"
+        "import asyncio, sys\n"
         "from lovia.tools.base import tool, run_tool, parse_tool_arguments\n"
         "assert 'pydantic' not in sys.modules, 'pydantic imported eagerly'\n"
         "@tool\n"
-        "def f(x: int) -> int:\n"
+        "def f(x: int, tags: list[str] | None = None) -> int:\n"
         "    return x\n"
+        "assert 'pydantic' not in sys.modules, 'pydantic imported by a plain-typed @tool'\n"
+        "assert f.parameters['properties']['x'] == {'type': 'integer'}\n"
+        "print(asyncio.run(f.invoke({'x': '7'}, None)))\n"
+        "assert 'pydantic' in sys.modules\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "7"  # lax coercion by pydantic, as before
+
+
+def test_a_tool_typed_with_a_model_loads_pydantic_at_decoration() -> None:
+    code = (
+        "import sys\n"
+        "from dataclasses import dataclass\n"
+        "from lovia.tools.base import tool\n"
+        "@dataclass\n"
+        "class Span:\n"
+        "    start: int\n"
+        "@tool\n"
+        "def f(span: Span) -> int:\n"
+        "    return span.start\n"
         "assert 'pydantic' in sys.modules\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

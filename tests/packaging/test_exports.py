@@ -62,3 +62,11 @@ def test_architecture_doc_names_every_module() -> None:
     text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     missing = [m for m in MODULES if f"`{m}`" not in text]
     assert missing == [], "docs/architecture.md does not mention these modules"
+
+
+def test_every_optional_facade_name_is_its_portions_class() -> None:
+    """`lovia.<Name>` for another distribution's name is that portion's own object."""
+    import lovia
+
+    for name, (module, _dist) in lovia._OPTIONAL.items():
+        assert getattr(lovia, name) is getattr(importlib.import_module(module), name), name

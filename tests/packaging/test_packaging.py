@@ -119,12 +119,15 @@ def test_core_alone_imports_cheaply_and_loads_no_other_portion(
         assert not bad, bad
         print("metadata" if "importlib.metadata" in sys.modules else "no-metadata")
         import importlib.util
-        print(importlib.util.find_spec("lovia.context") is None)
+        try:
+            importlib.util.find_spec("lovia.context")
+        except ModuleNotFoundError as exc:
+            print(type(exc).__name__)
         """
     )
     r = _core_only(wheels["lovia_core"], code, tmp_path)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["no-metadata", "True"]
+    assert r.stdout.split() == ["no-metadata", "MissingDistributionError"]
 
 
 def test_import_lovia_loads_neither_pydantic_nor_httpx(
@@ -151,7 +154,66 @@ def test_missing_distribution_error_names_the_distribution(
     assert r.returncode == 0, r.stderr
     name, message = r.stdout.split("|", 1)
     assert name.strip() == "MissingDistributionError"
-    assert "pip install lovia-context" in message
+    assert "pip install ./packages/lovia-core './packages/lovia-context'" in message
+
+
+
+def test_every_optional_facade_name_gives_the_hint_with_core_alone(
+    wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    code = textwrap.dedent(
+        """
+        import lovia
+        for name, (module, dist) in sorted(lovia._OPTIONAL.items()):
+            try:
+                getattr(lovia, name)
+            except lovia.MissingDistributionError as exc:
+                print(name, exc.distribution, "uv sync --all-packages" in exc.hint)
+        """
+    )
+    r = _core_only(wheels["lovia_core"], code, tmp_path)
+    assert r.returncode == 0, r.stderr
+    import lovia
+
+    expected = [f"{n} {d} True" for n, (_m, d) in sorted(lovia._OPTIONAL.items())]
+    assert r.stdout.splitlines() == expected
+
+@pytest.mark.parametrize("statement", ["import lovia.workspace", "from lovia.web import x"])
+def test_importing_a_missing_portion_gives_the_install_hint(
+    wheels: dict[str, Path], tmp_path: Path, statement: str
+) -> None:
+    code = textwrap.dedent(
+        f"""
+        try:
+            {statement}
+        except ImportError as exc:
+            print(type(exc).__name__, "|", exc.name, "|", exc.hint)
+        """
+    )
+    r = _core_only(wheels["lovia_core"], code, tmp_path)
+    assert r.returncode == 0, r.stderr
+    name, module, hint = (part.strip() for part in r.stdout.split("|"))
+    assert name == "MissingDistributionError"
+    assert module == statement.split()[1]
+    assert "uv sync --all-packages" in hint
+
+
+def test_the_install_hints_command_works(wheels: dict[str, Path], tmp_path: Path) -> None:
+    """The hint's `pip install ./packages/...` (run with uv pip, offline) installs the portion."""
+    from lovia.exceptions import install_hint
+
+    hint = install_hint("lovia-context")
+    command = hint.split("run `pip install ", 1)[1].split("`", 1)[0]
+    venv = tmp_path / "venv"
+    assert _uv("venv", str(venv), cwd=ROOT).returncode == 0
+    python = str(venv / "bin" / "python")
+    folders = [arg.strip("'") for arg in command.split()]
+    r = _uv("pip", "install", "--offline", "--python", python, *folders, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    probe = "from lovia import Compaction; print(Compaction.__module__)"
+    out = subprocess.run([python, "-c", probe], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().startswith("lovia.context")
 
 
 def test_default_context_policy_is_noop_without_lovia_context(

@@ -85,7 +85,7 @@ def test_postgres_stores_without_psycopg_name_the_extra(monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "psycopg_pool", None)  # as if the extra were absent
     with pytest.raises(UserError) as info:
         PostgresSession("postgresql://nobody@127.0.0.1/test")
-    assert info.value.hint == "pip install 'lovia-core[postgres]'"
+    assert info.value.hint == "pip install 'psycopg[binary,pool]'"
 
 
 @pytest.mark.parametrize(

@@ -118,6 +118,32 @@ _OPTIONAL: dict[str, tuple[str, str]] = {
 
 __all__ = sorted(_EXPORTS)
 
+# The portions other distributions contribute: `import lovia.workspace` without lovia-workspace
+# raises the same MissingDistributionError (with its install hint) as `lovia.Workspace` does.
+_PORTIONS: dict[str, str] = {
+    "lovia.context": "lovia-context",
+    "lovia.workspace": "lovia-workspace",
+    "lovia.plugins": "lovia-plugins",
+    "lovia.eval": "lovia-eval",
+    "lovia.web": "lovia-web",
+}
+
+
+class _MissingPortionFinder:
+    """Last on ``sys.meta_path``: asked only after every real finder failed to find a portion."""
+
+    @staticmethod
+    def find_spec(fullname: str, path: object = None, target: object = None) -> None:
+        dist = _PORTIONS.get(fullname)
+        if dist is not None:
+            from lovia.exceptions import MissingDistributionError
+
+            raise MissingDistributionError("", fullname, dist)
+
+
+if not any(isinstance(f, _MissingPortionFinder) for f in __import__("sys").meta_path):
+    __import__("sys").meta_path.append(_MissingPortionFinder())
+
 if TYPE_CHECKING:  # for type checkers only; never executed
     from lovia.agent import Agent as Agent
     from lovia.approvals import ApprovalChannel as ApprovalChannel

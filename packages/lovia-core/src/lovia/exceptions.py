@@ -43,6 +43,7 @@ __all__ = [
     "StoreError",
     "ToolError",
     "UserError",
+    "install_hint",
 ]
 
 
@@ -218,14 +219,31 @@ class StoreError(LoviaError):
         self.row = row
 
 
+def install_hint(distribution: str, extra: str | None = None) -> str:
+    """The command that installs a lovia distribution today, from a clone of the repository.
+
+    No lovia distribution is on the package index yet (``pip install lovia`` finds an unrelated
+    project), so every hint points at the source tree: ``uv sync --all-packages`` for a clone
+    used as is, or ``pip install`` of the package folders (lovia-core first, because the others
+    depend on it and the index cannot supply it).
+    """
+    target = f"./packages/{distribution}" + (f"[{extra}]" if extra else "")
+    folders = f"'{target}'" if distribution == "lovia-core" else f"./packages/lovia-core '{target}'"
+    return (
+        f"in a clone of lovia run `uv sync --all-packages`; to add it to another environment, "
+        f"run `pip install {folders}` from the clone's root"
+    )
+
+
 class MissingDistributionError(ModuleNotFoundError):
     """A name owned by another lovia distribution was used while it is not installed."""
 
     def __init__(self, attr: str, module: str, distribution: str) -> None:
+        what = f"lovia.{attr}" if attr else module
+        self.distribution = distribution
+        self.hint = install_hint(distribution)
         super().__init__(
-            f"lovia.{attr} is provided by the {distribution!r} distribution, "
-            f"which is not installed. Install it with: pip install {distribution}",
+            f"{what} is provided by the {distribution!r} distribution, which is not installed: "
+            f"{self.hint}",
             name=module,
         )
-        self.distribution = distribution
-        self.hint = f"pip install {distribution}"

@@ -2,8 +2,13 @@
 
 Two uses share this module: a tool's arguments object, built from a function signature
 (``function_args_schema``), and a structured-output type (``model_json_schema``,
-``coerce_output``). It imports pydantic at the top, so nothing on the eager import path of
-``import lovia`` may import it; ``@tool`` imports it on first decoration.
+``coerce_output``). pydantic is imported only where it is needed: a tool whose parameters
+are plain JSON types (``int``, ``str``, ``float``, ``bool``, ``None``, ``Any``, ``list[...]``,
+``dict[str, ...]``, unions, ``Literal``, ``Annotated[T, "text"]``, JSON scalar defaults) gets
+its schema from a small builder here that writes exactly what pydantic would (a test compares
+the two), and its validator is built on the first call. Anything richer (models, dataclasses,
+TypedDicts, enums, ``Field`` constraints) goes through pydantic at decoration time, as before.
+What a call validates is the same either way: it is always pydantic's model.
 
 Rules for argument schemas:
 
@@ -22,26 +27,20 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Union
-
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PydanticUserError,
-    TypeAdapter,
-    ValidationError,
-    create_model,
-)
-from pydantic.fields import FieldInfo
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from .exceptions import InvalidToolArguments, UserError
 from .run_context import RunContext
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, TypeAdapter, ValidationError
 
 __all__ = [
     "FunctionSchema",
@@ -58,10 +57,24 @@ _MAX_REPORTED_ERRORS = 5
 
 
 @dataclass(frozen=True, slots=True)
+class _Argument:
+    """One schema parameter: what the pydantic field is built from."""
+
+    name: str
+    field: str
+    annotation: Any
+    default: Any
+    """``...`` when the argument is required."""
+    description: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class FunctionSchema:
     """A function's arguments as a JSON Schema plus the validator built from it.
 
-    Built once by ``function_args_schema``; ``bind`` validates one call's raw arguments.
+    Built by ``function_args_schema``; ``bind`` validates one call's raw arguments. The
+    pydantic model behind the validator may be built on the first ``bind`` (see the module
+    docstring); it is the same model either way.
     """
 
     name: str
@@ -72,10 +85,20 @@ class FunctionSchema:
     """The JSON Schema of the arguments object."""
     context_param: str | None
     """The parameter that receives the ``RunContext``, if any."""
-    _model: type[BaseModel]
     _fields: tuple[tuple[str, str, bool], ...]
     """(parameter name, internal field name, positional-only) in signature order; the
     RunContext parameter has an empty field name."""
+    _arguments: tuple[_Argument, ...]
+    _strict: bool
+    _model: list[type[BaseModel]]
+    """Empty until the model is built (a list: the dataclass is frozen)."""
+
+    @property
+    def model(self) -> type[BaseModel]:
+        """The pydantic model that validates a call's arguments."""
+        if not self._model:
+            self._model.append(_build_model(self.name, self._arguments, self._strict))
+        return self._model[0]
 
     def bind(
         self, args: Mapping[str, Any], ctx: RunContext[Any] | None = None
@@ -97,8 +120,11 @@ def validate_args(schema: FunctionSchema, args: Mapping[str, Any]) -> dict[str, 
     Defaults fill omitted optional arguments. Raises ``InvalidToolArguments`` listing the
     first few problems as ``name: message``.
     """
+    from pydantic import ValidationError
+
+    model = schema.model
     try:
-        validated = schema._model.model_validate(args)
+        validated = model.model_validate(args)
     except ValidationError as exc:
         raise InvalidToolArguments(
             f"invalid arguments for {schema.name!r}: {_compact_errors(exc)}",
@@ -131,7 +157,7 @@ def function_args_schema(
     hints = _resolve_hints(base, fn_name)
     doc = parse_docstring(inspect.getdoc(base) or "")
     context_param: str | None = None
-    definitions: dict[str, Any] = {}
+    arguments: list[_Argument] = []
     fields: list[tuple[str, str, bool]] = []
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -153,20 +179,13 @@ def function_args_schema(
         field = f"p{len(fields)}"
         description = _annotated_description(annotation) or doc.params.get(param.name)
         default = ... if param.default is param.empty else param.default
-        definitions[field] = (annotation, Field(default, alias=param.name, description=description))
+        arguments.append(_Argument(param.name, field, annotation, default, description))
         fields.append((param.name, field, param.kind is param.POSITIONAL_ONLY))
-    config = ConfigDict(extra="forbid" if strict else "ignore")
-    try:
-        model = create_model(f"{fn_name}_args", __config__=config, **definitions)
-        parameters = _clean(model.model_json_schema())
-    except PydanticUserError as exc:
-        raise UserError(
-            f"cannot build a JSON Schema for the arguments of tool {fn_name!r}: {exc}",
-            hint="use JSON-friendly types: builtins, pydantic models, dataclasses, "
-            "typing_extensions.TypedDict, Literal, unions",
-        ) from exc
-    for prop in parameters.get("properties", {}).values():
-        _lift_description(prop)
+    model: list[type[BaseModel]] = []
+    parameters = _plain_parameters_schema(arguments, strict=strict)
+    if parameters is None:
+        model.append(_build_model(fn_name, arguments, strict))
+        parameters = _model_parameters(fn_name, model[0])
     if strict:
         closed = strict_json_schema(parameters)
         if closed is None:
@@ -180,9 +199,160 @@ def function_args_schema(
         description=doc.description,
         parameters=parameters,
         context_param=context_param,
-        _model=model,
         _fields=tuple(fields),
+        _arguments=tuple(arguments),
+        _strict=strict,
+        _model=model,
     )
+
+
+def _build_model(
+    fn_name: str, arguments: typing.Sequence[_Argument], strict: bool
+) -> type[BaseModel]:
+    from pydantic import ConfigDict, Field, PydanticUserError, create_model
+
+    definitions: dict[str, Any] = {
+        a.field: (a.annotation, Field(a.default, alias=a.name, description=a.description))
+        for a in arguments
+    }
+    config = ConfigDict(extra="forbid" if strict else "ignore")
+    try:
+        return create_model(f"{fn_name}_args", __config__=config, **definitions)
+    except PydanticUserError as exc:
+        raise _unusable_arguments(fn_name, exc) from exc
+
+
+def _model_parameters(fn_name: str, model: type[BaseModel]) -> dict[str, Any]:
+    from pydantic import PydanticUserError
+
+    try:
+        parameters = _clean(model.model_json_schema())
+    except PydanticUserError as exc:
+        raise _unusable_arguments(fn_name, exc) from exc
+    for prop in parameters.get("properties", {}).values():
+        _lift_description(prop)
+    return parameters
+
+
+def _unusable_arguments(fn_name: str, exc: Exception) -> UserError:
+    return UserError(
+        f"cannot build a JSON Schema for the arguments of tool {fn_name!r}: {exc}",
+        hint="use JSON-friendly types: builtins, pydantic models, dataclasses, "
+        "typing_extensions.TypedDict, Literal, unions",
+    )
+
+
+# --- the plain-JSON fast path (no pydantic) ----------------------------------------------
+
+_PLAIN_TYPES: dict[Any, dict[str, Any]] = {
+    int: {"type": "integer"},
+    str: {"type": "string"},
+    float: {"type": "number"},
+    bool: {"type": "boolean"},
+    type(None): {"type": "null"},
+    None: {"type": "null"},
+}
+
+
+class _NotPlain(Exception):
+    """The annotation needs pydantic to describe it."""
+
+
+def _plain_parameters_schema(
+    arguments: typing.Sequence[_Argument], *, strict: bool = False
+) -> dict[str, Any] | None:
+    """The arguments object's schema, written as pydantic would, or ``None`` for richer types.
+
+    Keys are sorted as pydantic sorts them (every mapping but ``properties``, whose order is
+    the signature's), so the schema is byte-identical to the pydantic path's.
+    """
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    try:
+        for arg in arguments:
+            prop = dict(_plain(arg.annotation))
+            if arg.default is ...:
+                required.append(arg.name)
+            else:
+                prop["default"] = _plain_default(arg.default)
+            if arg.description is not None:
+                prop["description"] = arg.description
+            properties[arg.name] = _sorted(prop)
+    except _NotPlain:
+        return None
+    schema: dict[str, Any] = {"properties": properties}
+    if strict:
+        schema["additionalProperties"] = False
+    if required:
+        schema["required"] = required
+    schema["type"] = "object"
+    return dict(sorted(schema.items()))
+
+
+def _plain(annotation: Any) -> dict[str, Any]:
+    if annotation is Any:
+        return {}
+    found = _PLAIN_TYPES.get(annotation) if _hashable(annotation) else None
+    if found is not None:
+        return found
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if annotation is list or (origin is list and len(args) == 1):
+        return {"items": _plain(args[0]) if args else {}, "type": "array"}
+    if annotation is dict:
+        return {"additionalProperties": True, "type": "object"}
+    if origin is dict and len(args) == 2 and args[0] is str and args[1] is not Any:
+        return {"additionalProperties": _plain(args[1]), "type": "object"}
+    if origin is Union or origin is types.UnionType:
+        return _plain_union(args)
+    if origin is Literal:
+        return _plain_literal(args)
+    if origin is Annotated and all(isinstance(m, str) for m in args[1:]):
+        inner = typing.get_origin(args[0])
+        if inner is Union or inner is types.UnionType or inner is Annotated:
+            raise _NotPlain  # descriptions inside unions: pydantic places them per branch
+        return _plain(args[0])
+    raise _NotPlain
+
+
+def _plain_union(args: tuple[Any, ...]) -> dict[str, Any]:
+    if Any in args or any(typing.get_origin(a) in (Annotated, Literal) for a in args):
+        raise _NotPlain
+    branches = [_plain(a) for a in args]
+    if len({repr(b) for b in branches}) != len(branches):
+        raise _NotPlain  # pydantic merges duplicate branches; leave that to it
+    return {"anyOf": branches}
+
+
+def _plain_literal(values: tuple[Any, ...]) -> dict[str, Any]:
+    if len(values) < 2 or len(set(map(repr, values))) != len(values):
+        raise _NotPlain  # one value is a `const`; duplicates are merged
+    kinds = {type(v) for v in values}
+    if kinds == {str}:
+        return {"enum": list(values), "type": "string"}
+    if kinds == {int}:
+        return {"enum": list(values), "type": "integer"}
+    raise _NotPlain
+
+
+def _plain_default(value: Any) -> Any:
+    if value is None or type(value) in (bool, int, str):
+        return value
+    if type(value) is float and math.isfinite(value):
+        return value
+    raise _NotPlain
+
+
+def _sorted(prop: dict[str, Any]) -> dict[str, Any]:
+    return dict(sorted(prop.items()))
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _unwrap_partial(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -212,11 +382,14 @@ def _annotated_description(annotation: Any) -> str | None:
     """The description in ``Annotated`` metadata, looking inside ``Optional``/unions too."""
     origin = typing.get_origin(annotation)
     if origin is Annotated:
+        # A FieldInfo can only exist once pydantic is loaded: don't load it to look for one.
+        fields_module = sys.modules.get("pydantic.fields")
+        field_info = getattr(fields_module, "FieldInfo", None)
         for meta in reversed(typing.get_args(annotation)[1:]):
             if isinstance(meta, str):
                 return meta
-            if isinstance(meta, FieldInfo) and meta.description:
-                return meta.description
+            if field_info is not None and isinstance(meta, field_info) and meta.description:
+                return str(meta.description)
     elif origin is Union or origin is types.UnionType:
         for arg in typing.get_args(annotation):
             found = _annotated_description(arg)
@@ -242,6 +415,8 @@ def model_json_schema(tp: Any) -> dict[str, Any]:
     pydantic's generated titles are stripped. Raises ``UserError`` for a type that has no
     JSON Schema (a callable, an arbitrary class).
     """
+    from pydantic import PydanticUserError
+
     adapter = _adapter(tp)
     try:
         return _clean(adapter.json_schema())
@@ -258,6 +433,8 @@ def coerce_output(tp: Any, value: Any) -> Any:
 
 
 def _adapter(tp: Any) -> TypeAdapter[Any]:
+    from pydantic import PydanticUserError, TypeAdapter
+
     try:
         try:
             return _cached_adapter(tp)
@@ -267,7 +444,7 @@ def _adapter(tp: Any) -> TypeAdapter[Any]:
         raise _unusable_type(tp, exc) from exc
 
 
-def _unusable_type(tp: Any, exc: PydanticUserError) -> UserError:
+def _unusable_type(tp: Any, exc: Exception) -> UserError:
     return UserError(
         f"{tp!r} cannot be used as a schema type: {exc}",
         hint="use JSON-friendly types: builtins, pydantic models, dataclasses, "
@@ -277,6 +454,8 @@ def _unusable_type(tp: Any, exc: PydanticUserError) -> UserError:
 
 @functools.lru_cache(maxsize=256)
 def _cached_adapter(tp: Any) -> TypeAdapter[Any]:
+    from pydantic import TypeAdapter
+
     return TypeAdapter(tp)
 
 

@@ -1,7 +1,7 @@
 """``OpenTelemetryTracer``: export lovia spans as OpenTelemetry GenAI spans.
 
-Optional: needs the ``otel`` extra (``pip install 'lovia-core[otel]'``); ``opentelemetry``
-is imported when a tracer is built, never by ``import lovia``.
+Optional: needs the ``otel`` extra of lovia-core (``pip install opentelemetry-api``);
+``opentelemetry`` is imported when a tracer is built, never by ``import lovia``.
 
 Mapping onto the GenAI semantic conventions (status: Development upstream):
 
@@ -81,8 +81,8 @@ class OpenTelemetryTracer:
     """A ``Tracer`` that emits OpenTelemetry spans following the GenAI conventions.
 
     ``tracer_provider=None`` uses the globally configured OpenTelemetry provider. Raises
-    ``UserError`` (hint: ``pip install 'lovia-core[otel]'``) when ``opentelemetry`` is
-    not installed.
+    ``UserError`` (hint: ``pip install opentelemetry-api``) when ``opentelemetry`` is not
+    installed.
     """
 
     __slots__ = ("_error_code", "_kinds", "_status", "_tracer")
@@ -93,7 +93,7 @@ class OpenTelemetryTracer:
         except ImportError as exc:
             raise UserError(
                 "OpenTelemetryTracer needs the opentelemetry-api package",
-                hint="pip install 'lovia-core[otel]'",
+                hint="pip install opentelemetry-api",
             ) from exc
         self._tracer = trace.get_tracer("lovia", tracer_provider=tracer_provider)
         self._status = trace.Status

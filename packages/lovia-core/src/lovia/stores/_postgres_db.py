@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_INSTALL_HINT = "pip install 'lovia-core[postgres]'"
+_INSTALL_HINT = "pip install 'psycopg[binary,pool]'"
 
 
 def _schema_sql(p: str) -> tuple[str, ...]:

@@ -214,7 +214,7 @@ def _build_tool(
     strict: bool,
     **options: Any,
 ) -> Tool:
-    from ..schema import function_args_schema  # pydantic: loaded on first decoration only
+    from ..schema import function_args_schema
 
     if isinstance(func, Tool):
         raise UserError(f"{func.name!r} is already a Tool", hint="apply @tool once")
