@@ -17,8 +17,8 @@ from lovia.schema import (
     _Argument,
     _build_model,
     _model_parameters,
-    function_args_schema,
     _plain_parameters_schema,
+    function_args_schema,
 )
 from pydantic import Field
 

@@ -157,7 +157,6 @@ def test_missing_distribution_error_names_the_distribution(
     assert "pip install ./packages/lovia-core './packages/lovia-context'" in message
 
 
-
 def test_every_optional_facade_name_gives_the_hint_with_core_alone(
     wheels: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -177,6 +176,18 @@ def test_every_optional_facade_name_gives_the_hint_with_core_alone(
 
     expected = [f"{n} {d} True" for n, (_m, d) in sorted(lovia._OPTIONAL.items())]
     assert r.stdout.splitlines() == expected
+
+
+def test_the_lovia_command_works_with_core_alone(wheels: dict[str, Path], tmp_path: Path) -> None:
+    run = ("run", "--isolated", "--no-project", "--with", str(wheels["lovia_core"]), "--")
+    r = _uv(*run, "lovia", "--help", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "usage: lovia <command>" in r.stdout
+    r = _uv(*run, "lovia", "web", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "needs the lovia-web distribution, which is not installed" in r.stderr
+    assert "uv sync --all-packages" in r.stderr
+
 
 @pytest.mark.parametrize("statement", ["import lovia.workspace", "from lovia.web import x"])
 def test_importing_a_missing_portion_gives_the_install_hint(

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
 __all__ = [
+    "COMMANDS",
     "CONTEXT_POLICIES",
     "PLUGINS",
     "PROVIDERS",
@@ -26,6 +27,8 @@ PROVIDERS = "lovia.providers"
 PLUGINS = "lovia.plugins"
 STORES = "lovia.stores"
 CONTEXT_POLICIES = "lovia.context_policies"
+COMMANDS = "lovia.commands"
+"""``lovia <name>`` subcommands: entry points naming ``main(argv, prog) -> int``."""
 
 
 @cache
