@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "KeywordIndex": "lovia.plugins.memory",
     "Memory": "lovia.plugins.memory",
     "ArchiveError": "lovia.plugins.memory",
+    "Note": "lovia.plugins.memory",
     "NotesStore": "lovia.plugins.memory",
     "OpenAIEmbedder": "lovia.plugins.memory",
     "VectorIndex": "lovia.plugins.memory",
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from lovia.plugins.memory import Index as Index
     from lovia.plugins.memory import KeywordIndex as KeywordIndex
     from lovia.plugins.memory import Memory as Memory
+    from lovia.plugins.memory import Note as Note
     from lovia.plugins.memory import NotesStore as NotesStore
     from lovia.plugins.memory import OpenAIEmbedder as OpenAIEmbedder
     from lovia.plugins.memory import VectorIndex as VectorIndex
