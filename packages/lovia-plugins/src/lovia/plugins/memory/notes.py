@@ -35,7 +35,7 @@ __all__ = [
     "write_atomic",
 ]
 
-_LINE = re.compile(r"^\s*[-*]\s+(?:\[(\d{4}-\d{2})\]\s*)?(.*\S)\s*$")
+_LINE = re.compile(r"^\s*[-*]\s+(?:\[(\d{4}-\d{2})\](?=\s|$))?\s*(.*?)\s*$")
 
 
 @dataclass(frozen=True, slots=True)
