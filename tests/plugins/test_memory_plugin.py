@@ -395,14 +395,3 @@ async def test_hybrid_memory_recalls_through_both_arms(tmp_path: Path) -> None:
     model = ScriptedProvider([text("ok")])
     await Runner.run(Agent("a", model=model, plugins=[memory]), "My favourite colour is teal")
     assert "teal" in await memory.recall("favourite colour")
-
-
-def test_the_facade_names_resolve() -> None:
-    import lovia
-    from lovia import Memory as FacadeMemory
-    from lovia import Skills, Todo
-    from lovia.plugins import Skills as S
-    from lovia.plugins import Todo as T
-
-    assert FacadeMemory is Memory and Skills is S and Todo is T
-    assert lovia.Memory is Memory
