@@ -53,6 +53,7 @@ async def test_notes_are_in_the_prompt_with_a_budget_meter_and_the_tools_edit_th
             call("remember", {"fact": "Works at Acme."}, call_id="r1"),
             call("remember", {"fact": "works at acme"}, call_id="r2"),
             call("forget", {"fact": "Prefers tea"}, call_id="f"),
+            call("remember", {"fact": "y" * 501}, call_id="long"),
             text("ok"),
         ]
     )
@@ -64,9 +65,10 @@ async def test_notes_are_in_the_prompt_with_a_budget_meter_and_the_tools_edit_th
         "r1": "Remembered.",
         "r2": "Already in your notes.",
         "f": "Forgot 1 note(s).",
+        "long": "Not saved: keep a note under 500 characters.",
     }
     assert (tmp_path / "MEMORY.md").read_text(encoding="utf-8") == f"- [{MONTH}] Works at Acme\n"
-    assert "Works at Acme" not in system_of(model, 3)  # instructions are static per run
+    assert "Works at Acme" not in system_of(model, 4)  # instructions are static per run
 
 
 async def test_over_budget_notes_say_so(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import asyncio
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -55,6 +56,9 @@ class ArchiveDB:
                 conn.close()
                 raise
             self._conn = conn
+            # Indexes live as long as their plugin and have no aclose of their own: close
+            # the connection when this object goes, so it is never left for the GC to flag.
+            weakref.finalize(self, conn.close)
         return self._conn
 
     def call(self, fn: Callable[[sqlite3.Connection], _T], *, write: bool) -> _T:

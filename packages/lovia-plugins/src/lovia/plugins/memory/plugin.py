@@ -73,6 +73,8 @@ class _Default:
 
 
 _DEFAULT_INDEX: Any = _Default()
+_MAX_TOOL_FACT_CHARS = 500
+"""The notes are always in the prompt: the model may not paste a document into them."""
 
 _GUIDANCE = (
     "Use `remember` for durable facts that will matter in future conversations (the user's "
@@ -226,6 +228,8 @@ class Memory:
         def remember(fact: str) -> str:
             if not normalise_fact(fact):
                 return "Nothing to remember: the fact is empty."
+            if len(normalise_fact(fact)) > _MAX_TOOL_FACT_CHARS:
+                return f"Not saved: keep a note under {_MAX_TOOL_FACT_CHARS} characters."
             return "Remembered." if self.remember(fact) else "Already in your notes."
 
         def forget(fact: str) -> str:
