@@ -34,7 +34,7 @@ def test_every_name_resolves_and_all_lists_the_present_ones() -> None:
         assert getattr(lovia.plugins, name) is not None
     assert set(MINE) <= set(dir(lovia.plugins))
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
-        _ = lovia.plugins.Nope  # type: ignore[attr-defined]
+        _ = lovia.plugins.Nope
 
 
 def test_the_facade_resolves_the_plugins_in_a_fresh_process() -> None:
