@@ -5,8 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lovia import Agent, InMemorySession, Runner
+import pytest
+from lovia import (
+    Agent,
+    CancelToken,
+    CheckpointOptions,
+    InMemoryCheckpointer,
+    InMemorySession,
+    Runner,
+)
 from lovia.events import ToolCallCompleted
+from lovia.exceptions import RunCancelled
 from lovia.plugins import Todo, TodoItem, TodoList, render_todos, todos_from_entries
 from lovia.testing import ScriptedProvider, call, text
 from lovia.transcript import InputEntry, ToolCallEntry, ToolResultEntry, TranscriptEntry
@@ -167,3 +176,28 @@ async def test_a_custom_tool_name_is_used_for_the_tool_and_for_rebuilding() -> N
     await Runner.run(Agent("a", model=model, plugins=[Todo(tool_name="plan")]), "go")
     assert "Writing the fix" in _reminders(model.calls[1])[0]
     assert "plan" in model.tools[0] and "todo_write" not in model.tools[0]
+
+
+async def test_the_list_survives_an_interrupted_run_and_its_resume() -> None:
+    store = InMemoryCheckpointer()
+    token = CancelToken()
+    model = ScriptedProvider([call("todo_write", {"todos": PLAN}), text("never reached")])
+    handle = Runner.stream(
+        Agent("a", model=model, plugins=[Todo()]),
+        "go",
+        cancel_token=token,
+        checkpoint=CheckpointOptions(store, "r"),
+    )
+    async for event in handle:
+        if isinstance(event, ToolCallCompleted):
+            token.cancel("interrupted on purpose")
+    with pytest.raises(RunCancelled):
+        await handle.result()
+    snapshot = await store.load("r")
+    assert snapshot is not None and snapshot.head.status == "interrupted"
+
+    resumed = ScriptedProvider([text("resumed")])
+    agent = Agent("a", model=resumed, plugins=[Todo()])
+    result = await Runner.run(agent, "go", checkpoint=CheckpointOptions(store, "r"))
+    assert result.output == "resumed"
+    assert "[>] Writing the fix" in _reminders(resumed.calls[0])[0]
