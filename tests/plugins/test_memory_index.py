@@ -52,6 +52,16 @@ async def test_keyword_search_ranks_matches_and_round_trips_meta_and_when(
     assert await keyword.search("nothing-matches-zzz", k=5) == []
 
 
+@pytest.mark.parametrize(
+    "query",
+    ['tea" OR *', "NEAR(tea green)", "-tea", "tea:green", "^tea", "(tea", "AND OR NOT", "100% tea"],
+)
+async def test_query_syntax_is_never_interpreted(keyword: KeywordIndex, query: str) -> None:
+    await keyword.add([Doc("a", "green tea"), Doc("b", "and or not")])
+    hits = await keyword.search(query)  # never an FTS5 syntax error
+    assert hits and all(isinstance(h, Hit) for h in hits)
+
+
 async def test_keyword_upserts_by_id_and_removes(keyword: KeywordIndex) -> None:
     await keyword.add([Doc("x", "first version about kayaks")])
     await keyword.add([Doc("x", "second version about canoes")])

@@ -251,6 +251,9 @@ def test_huge_and_binary_files_are_handled(skills_dir: Path) -> None:
     assert "binary file" in catalog.read_file("pdf", "nul.txt")
     body = catalog._load_tool("big")
     assert len(body) < 100_200 and "truncated" in body
+    make_skill(skills_dir, "giant", "name: giant\ndescription: d", "z" * 5_000_000)
+    assert "giant" in [s.name for s in catalog.list_skills()]  # read only up to a cap
+    assert len(catalog._load_tool("giant")) < 100_200
 
 
 def test_load_lists_the_skills_other_files(skills_dir: Path) -> None:
