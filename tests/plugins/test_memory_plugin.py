@@ -397,3 +397,16 @@ async def test_hybrid_memory_recalls_through_both_arms(tmp_path: Path) -> None:
     model = ScriptedProvider([text("ok")])
     await Runner.run(Agent("a", model=model, plugins=[memory]), "My favourite colour is teal")
     assert "teal" in await memory.recall("favourite colour")
+
+
+async def test_the_digest_reads_the_complete_transcript_history_included(tmp_path: Path) -> None:
+    session = InMemorySession()
+    curator = ScriptedProvider([digest(), digest()])
+    memory = Memory(tmp_path, model=curator)
+    agent = Agent("a", plugins=[memory])
+    first = agent.clone(model=ScriptedProvider([text("ok")]))
+    await Runner.run(first, "My locker code is 7319", session=session, session_id="s")
+    second = agent.clone(model=ScriptedProvider([text("ok")]))
+    await Runner.run(second, "Anything else?", session=session, session_id="s")
+    prompt = str(curator.calls[1][-1].content)
+    assert "user: My locker code is 7319" in prompt and "user: Anything else?" in prompt

@@ -54,12 +54,11 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def _present(module: str) -> bool:
-    # A spec lookup is a few stat calls: it never imports the module.
-    return importlib.util.find_spec(module) is not None
+# A spec lookup costs a few stat calls and never imports the module; a name whose module
+# is absent (a sibling plugin not installed yet) stays out of __all__.
+_PRESENT = {m for m in set(_EXPORTS.values()) if importlib.util.find_spec(m) is not None}
 
-
-__all__ = sorted(n for n, m in _EXPORTS.items() if _present(m))
+__all__ = sorted(n for n, m in _EXPORTS.items() if m in _PRESENT)
 
 if TYPE_CHECKING:
     from lovia.plugins.memory import ArchiveError as ArchiveError
