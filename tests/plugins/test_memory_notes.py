@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -106,3 +107,9 @@ def test_two_processes_remembering_at_once_lose_nothing(tmp_path: Path) -> None:
     facts = {n.fact for n in FileNotesStore(tmp_path / "MEMORY.md").load()}
     expected = {f"fact {i} from worker {w}" for i in range(40) for w in ("A", "B")}
     assert facts == expected
+
+
+async def test_concurrent_remembers_in_one_process_are_serialised(tmp_path: Path) -> None:
+    memory = Memory(tmp_path, index=None)
+    await asyncio.gather(*(asyncio.to_thread(memory.remember, f"fact {i}") for i in range(60)))
+    assert {n.fact for n in memory.notes.load()} == {f"fact {i}" for i in range(60)}
