@@ -113,6 +113,7 @@ _OPTIONAL: dict[str, tuple[str, str]] = {
     "Memory": ("lovia.plugins", "lovia-plugins"),
     "MCP": ("lovia.plugins", "lovia-plugins"),
     "Skills": ("lovia.plugins", "lovia-plugins"),
+    "Subagents": ("lovia.plugins", "lovia-plugins"),
     "Todo": ("lovia.plugins", "lovia-plugins"),
 }
 

@@ -1,0 +1,96 @@
+"""One SQLite file shared by the archive's indexes: a lazily opened connection used from
+worker threads one at a time, writes in ``BEGIN IMMEDIATE`` transactions (so processes
+sharing the file queue on SQLite's busy timeout instead of failing), and every SQLite
+failure translated into ``ArchiveError``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from lovia.exceptions import StoreError
+
+__all__ = ["ArchiveDB", "ArchiveError"]
+
+_T = TypeVar("_T")
+_BUSY_TIMEOUT_SECONDS = 30.0
+
+
+class ArchiveError(StoreError):
+    """The memory archive (``archive.db``) is unreadable or a write to it failed."""
+
+
+class ArchiveDB:
+    """A SQLite file; ``read``/``write`` run a function with the connection off-loop."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], setup: Callable[[sqlite3.Connection], None]
+    ) -> None:
+        self.path = Path(path)
+        self._setup = setup
+        """Creates the schema; runs once per connection, inside a write transaction."""
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def _open(self) -> sqlite3.Connection:
+        if self._conn is None:
+            if str(self.path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self.path,
+                timeout=_BUSY_TIMEOUT_SECONDS,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                self._setup(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+            # Indexes live as long as their plugin and have no aclose of their own: close
+            # the connection when this object goes, so it is never left for the GC to flag.
+            weakref.finalize(self, conn.close)
+        return self._conn
+
+    def call(self, fn: Callable[[sqlite3.Connection], _T], *, write: bool) -> _T:
+        """Run ``fn(conn)`` now (blocking), in a transaction when ``write``."""
+        with self._lock:
+            try:
+                conn = self._open()
+                if not write:
+                    return fn(conn)
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    out = fn(conn)
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+                return out
+            except sqlite3.Error as exc:
+                raise ArchiveError(
+                    f"memory archive {self.path} failed: {exc}",
+                    hint="if the file is corrupt, move it aside; a new one is created "
+                    "(the notes in MEMORY.md are not affected)",
+                ) from exc
+
+    async def read(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        return await asyncio.to_thread(self.call, fn, write=False)
+
+    async def write(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        return await asyncio.to_thread(self.call, fn, write=True)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
