@@ -31,7 +31,7 @@ from .render import clear_marker, has_image, offload_marker, pair_safe_cuts, ren
 from .state import CompactionState, OffloadRecord, SummaryState, fingerprint
 from .stores import ResultStore
 from .summarizer import LLMSummarizer, SummarizationError, Summarizer, transcript_to_text
-from .tokens import TokenBudget, TokenCounter
+from .tokens import ContextConfigError, TokenBudget, TokenCounter, check_count
 
 __all__ = [
     "ClearToolResults",
@@ -79,8 +79,12 @@ class StageContext:
 
     @property
     def covered(self) -> int:
-        """How many body entries the running summary covers."""
-        return self.state.summary.covered if self.state.summary is not None else 0
+        """How many body entries the running summary or a left-out span stand in for."""
+        summary, omitted = self.state.summary, self.state.omitted
+        return max(
+            summary.covered if summary is not None else 0,
+            omitted.covered if omitted is not None else 0,
+        )
 
     def note_saving(self, raw_tokens: int) -> None:
         """Lower ``estimate`` by ``raw_tokens`` (uncalibrated) saved by a decision."""
@@ -123,12 +127,6 @@ class Stage(Protocol):
     async def plan(self, body: Sequence[TranscriptEntry], ctx: StageContext) -> bool: ...
 
 
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return value
-
-
 class OffloadToolResults:
     """Stage 1: huge results become a preview marker; the full output goes to the store.
 
@@ -143,9 +141,9 @@ class OffloadToolResults:
     def __init__(
         self, min_chars: int = 4_000, keep_last: int = 2, preview_chars: int = 400
     ) -> None:
-        self.min_chars = _check_int("min_chars", min_chars, 1)
-        self.keep_last = _check_int("keep_last", keep_last, 0)
-        self.preview_chars = _check_int("preview_chars", preview_chars, 0)
+        self.min_chars = check_count("min_chars", min_chars, minimum=1)
+        self.keep_last = check_count("keep_last", keep_last, minimum=0)
+        self.preview_chars = check_count("preview_chars", preview_chars, minimum=0)
 
     async def plan(self, body: Sequence[TranscriptEntry], ctx: StageContext) -> bool:
         state = ctx.state
@@ -193,8 +191,8 @@ class ClearToolResults:
     name = "clear"
 
     def __init__(self, keep_last: int = 3, min_chars: int = 200) -> None:
-        self.keep_last = _check_int("keep_last", keep_last, 0)
-        self.min_chars = _check_int("min_chars", min_chars, 0)
+        self.keep_last = check_count("keep_last", keep_last, minimum=0)
+        self.min_chars = check_count("min_chars", min_chars, minimum=0)
 
     async def plan(self, body: Sequence[TranscriptEntry], ctx: StageContext) -> bool:
         state = ctx.state
@@ -244,11 +242,18 @@ class SummarizeHistory:
         min_savings_ratio: float = 0.10,
         max_failures: int = 3,
     ) -> None:
-        if isinstance(min_savings_ratio, bool) or not 0.0 <= min_savings_ratio < 1.0:
-            raise ValueError(f"min_savings_ratio must be in [0, 1), got {min_savings_ratio!r}")
+        if (
+            isinstance(min_savings_ratio, bool)
+            or not isinstance(min_savings_ratio, (int, float))
+            or not 0.0 <= min_savings_ratio < 1.0
+        ):
+            raise ContextConfigError(
+                f"min_savings_ratio must be in [0, 1), got {min_savings_ratio!r}",
+                hint="a share of the view, e.g. 0.10 (0 never skips a summary)",
+            )
         self.summarizer: Summarizer = summarizer if summarizer is not None else LLMSummarizer()
         self.min_savings_ratio = float(min_savings_ratio)
-        self.max_failures = _check_int("max_failures", max_failures, 1)
+        self.max_failures = check_count("max_failures", max_failures, minimum=1)
 
     async def plan(self, body: Sequence[TranscriptEntry], ctx: StageContext) -> bool:
         state = ctx.state

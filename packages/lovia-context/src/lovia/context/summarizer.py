@@ -25,6 +25,7 @@ from lovia.transcript import (
 )
 
 from .prompts import FOLD_TEMPLATE, REQUIRED_SECTIONS, SUMMARY_SYSTEM_PROMPT
+from .tokens import check_count
 
 __all__ = [
     "LLMSummarizer",
@@ -106,12 +107,9 @@ class LLMSummarizer:
         context_window: int | None = None,
         max_output_tokens: int = 4_096,
     ) -> None:
-        if context_window is not None and not _positive_int(context_window):
-            raise ValueError(
-                f"context_window must be a positive int or None, got {context_window!r}"
-            )
-        if not _positive_int(max_output_tokens):
-            raise ValueError(f"max_output_tokens must be a positive int, got {max_output_tokens!r}")
+        if context_window is not None:
+            check_count("context_window", context_window, minimum=1)
+        check_count("max_output_tokens", max_output_tokens, minimum=1)
         self.required_sections = tuple(required_sections)
         headings = "\n".join(f"## {s}" for s in self.required_sections)
         template = SUMMARY_SYSTEM_PROMPT if prompt is None else prompt
@@ -183,7 +181,3 @@ class LLMSummarizer:
                 hint="check that the summarising model answers plain-text requests",
             )
         return text
-
-
-def _positive_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
