@@ -38,21 +38,9 @@ class Outcome:
     transcripts: list[list[TranscriptEntry]] = field(default_factory=list)
 
 
-def _endpoint(
-    window: int, factor: float, overhead: int, unit: str, script: object
-) -> WindowedEndpoint:
-    return WindowedEndpoint(
-        window=window,
-        factor=factor,
-        overhead=overhead,
-        script=script,  # type: ignore[arg-type]
-        filler=unit,
-    )
-
-
 async def _chat(window: int, factor: float, overhead: int, language: str) -> Outcome:
     unit = UNITS[language]
-    endpoint = _endpoint(window, factor, overhead, unit, None)
+    endpoint = WindowedEndpoint(window=window, factor=factor, overhead=overhead, filler=unit)
     endpoint.script = lambda n: Reply(text=f"[reply {n}] " + endpoint.text_of(375, unit))
     agent: Agent[None] = Agent(
         name="companion",
@@ -74,7 +62,7 @@ async def _chat(window: int, factor: float, overhead: int, language: str) -> Out
 
 
 async def _tool_loop(window: int, factor: float, overhead: int) -> Outcome:
-    endpoint = _endpoint(window, factor, overhead, "word ", None)
+    endpoint = WindowedEndpoint(window=window, factor=factor, overhead=overhead)
     rows = max(4, int(window / 6 * 4 / factor / 60))  # ~ window / 6 tokens of JSON per page
 
     @tool

@@ -53,7 +53,7 @@ class WindowedEndpoint:
     window: int
     factor: float
     overhead: int
-    script: Callable[[int], Reply]
+    script: Callable[[int], Reply] = lambda n: Reply(text=f"reply {n}")
     """The reply to the n-th accepted main call (0-based)."""
     names_window: bool = True
     claims_window: bool = False
