@@ -23,7 +23,7 @@ import logging
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lovia.context_policy import CompactionRequest, ContextResult
 from lovia.providers.base import TokenEstimator
@@ -58,6 +58,9 @@ from .tokens import (
     check_watermark,
 )
 from .window import WindowProbe, learn_window, resolve_window, window_key
+
+if TYPE_CHECKING:
+    from lovia.run_context import RunContext
 
 __all__ = ["Compaction", "SCRATCH_KEY"]
 
@@ -169,8 +172,15 @@ class Compaction:
     def tools(self) -> list[Tool]:
         """The tools this policy ships: ``recall_tool_result`` over ``store``."""
         if self._recall is None:
-            self._recall = make_recall_tool(self.store)
+            self._recall = make_recall_tool(self.store, archived=self._archived_digest)
         return [self._recall]
+
+    def _archived_digest(self, call_id: str, ctx: RunContext[Any]) -> str | None:
+        """The digest ``call_id``'s output was offloaded under, from the run's decisions
+        (carried from the session, so it outlives a ``trim_tool_results``)."""
+        track = self._tracks.get(("run", ctx.run_id))
+        record = track.state.offloaded.get(call_id) if track is not None else None
+        return record.digest if record is not None else None
 
     def __repr__(self) -> str:
         return (
