@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..transcript import ToolResultEntry
@@ -47,8 +46,10 @@ def result_digest(output: str) -> str:
     return hashlib.sha256(output.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-ArchivedDigest = Callable[[str, "RunContext[Any]"], "str | None"]
-"""``(call_id, ctx) -> digest``: where a policy archived that call's output, if it did."""
+class ArchivedDigest(Protocol):
+    """``(call_id, ctx) -> digest``: where a policy archived that call's output, if it did."""
+
+    def __call__(self, call_id: str, ctx: RunContext[Any], /) -> str | None: ...
 
 
 def make_recall_tool(
