@@ -157,7 +157,7 @@ async def test_when_no_stage_can_fit_the_oldest_span_is_left_out_of_the_view() -
     policy = Compaction(
         context_window=4_096, stages=[ClearToolResults(), SummarizeHistory(_BrokenSummarizer())]
     )
-    entries = tuple([*_chat(12, 2_000), InputEntry("user", "and now?")])
+    entries = (*_chat(12, 2_000), InputEntry("user", "and now?"))
     res = await policy.compact(request(entries, run_id="r"))
     budget = TokenBudget(4_096)
     assert res.compacted and res.tokens_after <= budget.usable
@@ -198,7 +198,7 @@ async def test_a_chat_on_an_unknown_window_recovers_reactively_every_time() -> N
     )
     session = InMemorySession()
     reactive = 0
-    for turn in range(15):
+    for _turn in range(15):
         handle = Runner.stream(agent, endpoint.text_of(700), session=session, session_id="s")
         notices = [e.notice async for e in handle if isinstance(e, ContextCompacted)]
         await handle.result()  # never raises
@@ -235,7 +235,7 @@ async def test_the_missing_section_retry_is_made_only_where_it_fits() -> None:
     endpoint = WindowedEndpoint(window=4_096, factor=1.0, overhead=0)
     endpoint._summary = lambda max_tokens: incomplete  # type: ignore[method-assign]
     policy = Compaction(context_window=4_096)
-    entries = tuple([*_chat(8, 1_200), InputEntry("user", "next")])
+    entries = (*_chat(8, 1_200), InputEntry("user", "next"))
     res = await policy.compact(request(entries, provider=endpoint, run_id="r"))
     assert res.compacted and res.summary == incomplete  # shipped after one retry
     assert len(endpoint.summary_sizes) % 2 == 0  # every fold was retried once ...
