@@ -123,7 +123,7 @@ async def test_a_reserve_larger_than_a_learned_window_fails_loudly() -> None:
         lambda: OffloadToolResults(min_chars=0),
         lambda: SummarizeHistory(min_savings_ratio=1.0),
         lambda: LLMSummarizer(max_output_tokens=0),
-        lambda: TokenCounter(image_tokens=True),  # type: ignore[arg-type]
+        lambda: TokenCounter(image_tokens=True),
     ],
 )
 def test_every_configuration_mistake_is_a_user_error_with_a_hint(build: Any) -> None:
