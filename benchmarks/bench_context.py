@@ -32,6 +32,7 @@ import time
 from typing import Any
 
 from lovia.context import (
+    REQUIRED_SECTIONS,
     Calibration,
     ClearToolResults,
     Compaction,
@@ -148,19 +149,9 @@ class _InstantEndpoint:
         assert sent <= self.window, f"summary request of {sent} tokens over the window"
         self.summary_tokens.append(sent)
         words = "fact " * max(1, budget // 8)
-        yield TextDelta("\n".join(f"## {s}\n{words}" for s in _SECTIONS))
+        yield TextDelta("\n".join(f"## {s}\n{words}" for s in REQUIRED_SECTIONS))
         yield UsageDelta(Usage(input_tokens=sent))
         yield FinishDelta("stop")
-
-
-_SECTIONS = (
-    "Session intent",
-    "Current state",
-    "Key facts",
-    "Artifacts",
-    "Constraints",
-    "Next steps",
-)
 
 
 async def _small_window(window: int) -> tuple[int, float, float, float]:
