@@ -111,3 +111,34 @@ async def test_the_policy_predicts_the_endpoint_after_two_samples(
             assert res.tokens_before == pytest.approx(real, rel=0.02)
         sent = real
     assert scratch[SCRATCH_KEY]["calibration"]["samples"] == 6
+
+
+async def test_the_next_run_of_a_session_starts_with_the_last_prompt_size() -> None:
+    """A chat of one-call runs calibrates: run 2's first request carries the prompt size
+    the endpoint reported for run 1's last call."""
+    from lovia import Agent, Runner
+    from lovia.context import CompactionRequest, ContextResult
+    from lovia.messages import Usage
+    from lovia.stores.memory import InMemorySession
+    from lovia.testing import ScriptedProvider, text
+
+    class Recording:
+        def __init__(self) -> None:
+            self.seen: list[int | None] = []
+
+        async def compact(self, req: CompactionRequest) -> ContextResult:
+            self.seen.append(req.last_input_tokens)
+            return ContextResult(entries=req.entries)
+
+    policy = Recording()
+    provider = ScriptedProvider(
+        [text(word, usage=Usage(input_tokens=n)) for word, n in (("a", 1_234), ("b", 2_345))]
+        + [text("c")]
+    )
+    agent: Agent[None] = Agent(name="a", model=provider, context_policy=policy)
+    session = InMemorySession()
+    await Runner.run(agent, "first", session=session, session_id="s")
+    await Runner.run(agent, "second", session=session, session_id="s")
+    assert policy.seen == [None, 1_234]
+    await Runner.run(agent.clone(), "no session")  # a run without a session starts fresh
+    assert policy.seen[-1] is None
