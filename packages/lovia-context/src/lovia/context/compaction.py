@@ -2,8 +2,11 @@
 
 Per call: sync the rendered view with the transcript, calibrate, resolve the window, and,
 only under pressure (above ``compact_at``, or on the reactive overflow path), run the
-stages and re-render. The transcript is never mutated; the view is
-``render_view(transcript, state)``.
+stages and re-render. When the stages cannot bring the view under the usable window (or,
+reactive, cannot shrink it enough to retry), the last resort leaves the oldest pair-safe
+span out of the view behind a marker. The transcript is never mutated; the view is
+``render_view(transcript, state)``. Every budget is in the provider's (calibrated)
+tokens; per-entry costs are lovia's estimate, so comparisons convert the budget once.
 
 Per-turn cost: the transcript is append-only, so the policy keeps, per run, the rendered
 view body and its running token total, and on each call renders and counts only the new

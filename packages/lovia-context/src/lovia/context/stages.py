@@ -237,9 +237,13 @@ class SummarizeHistory:
     (the aggressive path still probes).
 
     The fold is incremental and fit-checked: the span is cut into chunks at pair-safe cuts
-    so every summarisation request fits both the run's window and the summariser's own
+    so every summarisation request (prompt, previous summary, chunk, reply budget, in the
+    endpoint's calibrated tokens) fits both the run's window and the summariser's own
     (``context_window``); an entry too large for a chunk is clipped in the copy sent to the
-    summariser. A failure after some chunks keeps the coverage folded so far.
+    summariser. The reply budget scales with that window (``window // 8``, at least 256,
+    at most the summariser's ``max_output_tokens``) for a summariser that accepts it, and
+    the retry for a missing section is asked for only where it fits. A failure after some
+    chunks keeps the coverage folded so far.
     """
 
     name = "summarize"

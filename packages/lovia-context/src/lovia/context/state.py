@@ -1,17 +1,19 @@
 """``CompactionState``: the sticky decisions a view is rendered from, and ``fingerprint``.
 
 Invariant: decisions are monotonic. Stages only add (a cleared id, an offload record, a
-summary that covers more); nothing here removes a decision that still applies, because an
+summary that covers more, a left-out span that reaches further); nothing here removes a
+decision that still applies, because an
 undone decision would change the rendered prefix and cold the provider's prompt cache.
 Three things are dropped on purpose: records whose ``call_id`` no longer appears in the
 transcript (stale, they render nothing), records whose ``call_id`` a later call reused
 (ambiguous: applied by id they would hide the fresh result too), and a summary whose
 covered prefix no longer matches its ``fingerprint`` (the history was rewritten, e.g.
-trimmed offline); the ``call_id``-keyed decisions survive that reset.
+trimmed offline), and a left-out span likewise; the ``call_id``-keyed decisions survive
+that reset.
 
 State is JSON-safe (``to_dict``/``from_dict``) so it rides in the checkpoint scratch and the
 session segment meta. Loading tolerates garbage: malformed fields fall back to defaults,
-the ratio is clamped, bad learned windows are dropped, and scratch from before offload
+the calibration is clamped (see ``Calibration.from_dict``), bad learned windows are dropped, and scratch from before offload
 records carried a digest is discarded wholesale.
 """
 
