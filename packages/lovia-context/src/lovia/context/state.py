@@ -13,8 +13,8 @@ that reset.
 
 State is JSON-safe (``to_dict``/``from_dict``) so it rides in the checkpoint scratch and the
 session segment meta. Loading tolerates garbage: malformed fields fall back to defaults,
-the calibration is clamped (see ``Calibration.from_dict``), bad learned windows are dropped, and scratch from before offload
-records carried a digest is discarded wholesale.
+the calibration is clamped (see ``Calibration.from_dict``), bad learned windows are
+dropped, and scratch from before offload records carried a digest is discarded wholesale.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 ``LLMSummarizer`` calls the run's own provider (``SummarizeHistory`` passes it) with the
 summary system prompt and one fold: the previous summary plus the new span rendered as
 text by ``transcript_to_text`` (reasoning is skipped). A reply missing a required section
-is retried once with a reminder where the caller says the retry fits, then shipped as is; an empty or truncated reply raises
-``SummarizationError``.
+is retried once with a reminder where the caller says the retry fits, then shipped as is;
+an empty or truncated reply raises ``SummarizationError``.
 """
 
 from __future__ import annotations
