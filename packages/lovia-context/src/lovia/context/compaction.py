@@ -462,10 +462,10 @@ class Compaction:
         ctx: StageContext,
     ) -> bool:
         """Leave the oldest pair-safe span out of the view: the shortest one that brings
-        the view to the target, else the shortest that brings it under the limit
-        (``budget`` is ``(target, limit)``). Never the last block, and nothing when even
-        that would not fit. ``True`` when a span was decided (a marker in the view stands
-        in for it; the record keeps it)."""
+        the view to the target without reaching into the protected tail, else the
+        shortest that brings it under the limit (``budget`` is ``(target, limit)``). Never
+        the last block, and nothing when even that would not fit. ``True`` when a span
+        was decided (a marker in the view stands in for it; the record keeps it)."""
         target, limit = budget
         start = track.covered
         cuts = [c for c in pair_safe_cuts(body) if start < c < len(body)]
@@ -474,16 +474,18 @@ class Compaction:
         ratio = ctx.state.ratio
         marker = int(ratio * ctx.counter.count_entry(omission_marker(body[start : cuts[0]])))
         removed, i = 0, start
-        fitting: int | None = None
+        fits: int | None = None
+        reaches: int | None = None
         for cut in cuts:
             removed += sum(cost(j) for j in range(i, cut))
             i = cut
             projected = after - int(ratio * removed) + marker
-            if projected <= limit and fitting is None:
-                fitting = cut
+            if projected <= limit and fits is None:
+                fits = cut
             if projected <= target:
-                fitting = cut
+                reaches = cut
                 break
+        fitting = reaches if reaches is not None and reaches <= ctx.tail_start else fits
         if fitting is None:
             return False
         ctx.state.set_omitted(
