@@ -51,7 +51,6 @@ def test_package_exports_every_public_name_of_its_modules() -> None:
             "check_count",
             "check_reserve",
             "default_reserve",
-            "fold_request",
             "retry_reminder",
             "rendered_frontier",
             "STATE_VERSION",

@@ -367,7 +367,8 @@ class SummarizeHistory:
         prompt = getattr(self.summarizer, "prompt", "")
         frame = ctx.counter.count_text(prompt if isinstance(prompt, str) else "")
         frame += ctx.counter.count_text(FOLD_TEMPLATE) + _FRAME_TOKENS
-        reminder = ctx.counter.count_text(retry_reminder(REQUIRED_SECTIONS)) + _FRAME_TOKENS
+        sections = getattr(self.summarizer, "required_sections", REQUIRED_SECTIONS)
+        reminder = ctx.counter.count_text(retry_reminder(sections)) + _FRAME_TOKENS
         return _FoldSize(
             room=int(window * _MARGIN),
             reply=reply,

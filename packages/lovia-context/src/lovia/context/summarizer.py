@@ -31,7 +31,6 @@ __all__ = [
     "LLMSummarizer",
     "SummarizationError",
     "Summarizer",
-    "fold_request",
     "missing_sections",
     "retry_reminder",
     "transcript_to_text",
@@ -87,7 +86,7 @@ def transcript_to_text(
     return "\n".join(lines)
 
 
-def fold_request(
+def _fold_request(
     prompt: str, entries: Sequence[TranscriptEntry], previous: str | None
 ) -> list[TranscriptEntry]:
     """The request of one fold: the system ``prompt``, then the previous summary (if any)
@@ -169,7 +168,7 @@ class LLMSummarizer:
         budget = self.max_output_tokens
         if max_output_tokens is not None:
             budget = min(budget, check_count("max_output_tokens", max_output_tokens, minimum=1))
-        view = fold_request(self.prompt, entries, previous)
+        view = _fold_request(self.prompt, entries, previous)
         text = await self._call(target, view, budget)
         missing = missing_sections(text, self.required_sections)
         if missing and retry:
