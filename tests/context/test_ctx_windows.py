@@ -19,7 +19,7 @@ from lovia import Agent, Runner, tool
 from lovia.context import Compaction, InMemoryResultStore, TokenBudget
 from lovia.events import CompactionNotice, ContextCompacted
 from lovia.stores.memory import InMemorySession
-from lovia.transcript import InputEntry, TranscriptEntry
+from lovia.transcript import InputEntry, ToolResultEntry, TranscriptEntry
 
 from .ctx_support import dump
 from .windowed import Reply, WindowedEndpoint
@@ -35,7 +35,8 @@ TURNS = 40
 class Outcome:
     endpoint: WindowedEndpoint
     notices: list[CompactionNotice] = field(default_factory=list)
-    transcripts: list[list[TranscriptEntry]] = field(default_factory=list)
+    full: list[TranscriptEntry] = field(default_factory=list)
+    """The whole conversation, system entry first."""
 
 
 async def _chat(window: int, factor: float, overhead: int, language: str) -> Outcome:
@@ -56,8 +57,7 @@ async def _chat(window: int, factor: float, overhead: int, language: str) -> Out
         outcome.notices += [e.notice async for e in handle if isinstance(e, ContextCompacted)]
         result = await handle.result()  # never raises: no run may fail
         assert result.output.startswith("[reply ")
-    history = await session.load("chat")
-    outcome.transcripts.append([InputEntry("system", str(agent.instructions)), *history])
+    outcome.full = [InputEntry("system", str(agent.instructions)), *await session.load("chat")]
     return outcome
 
 
@@ -96,12 +96,12 @@ async def _tool_loop(window: int, factor: float, overhead: int) -> Outcome:
     outcome.notices += [e.notice async for e in handle if isinstance(e, ContextCompacted)]
     result = await handle.result()
     assert result.output == "all pages read"
-    outcome.transcripts.append([InputEntry("system", str(agent.instructions)), *result.entries])
+    outcome.full = [InputEntry("system", str(agent.instructions)), *result.entries]
     return outcome
 
 
-def _check(outcome: Outcome, full: list[TranscriptEntry]) -> None:
-    endpoint = outcome.endpoint
+def _check(outcome: Outcome) -> None:
+    endpoint, full = outcome.endpoint, outcome.full
     # Every accepted request fits (the endpoint enforces it); a rejection may only come
     # while calibration has fewer than two samples, and never on a summarisation call.
     assert all(size <= endpoint.window for size in endpoint.sizes)
@@ -119,10 +119,10 @@ def _check(outcome: Outcome, full: list[TranscriptEntry]) -> None:
         assert any(not n.reactive for n in outcome.notices)
 
 
-def _check_tail(outcome: Outcome, full: list[TranscriptEntry]) -> None:
+def _check_tail(outcome: Outcome) -> None:
     """Each chat view ends with the protected tail verbatim: the newest entries of the
     conversation up to usable // 5 of the endpoint's tokens (at least the newest one)."""
-    endpoint = outcome.endpoint
+    endpoint, full = outcome.endpoint, outcome.full
     budget = TokenBudget(endpoint.window)
     for turn, view in enumerate(endpoint.views):
         so_far = full[: 2 + 2 * turn]  # the system entry, then user/reply pairs
@@ -142,10 +142,9 @@ async def test_a_40_turn_chat_fits_every_window(
     window: int, factor: float, overhead: int, language: str
 ) -> None:
     outcome = await _chat(window, factor, overhead, language)
-    full = outcome.transcripts[-1]
-    assert len(full) == 1 + 2 * TURNS
-    _check(outcome, full)
-    _check_tail(outcome, full)
+    assert len(outcome.full) == 1 + 2 * TURNS
+    _check(outcome)
+    _check_tail(outcome)
 
 
 @pytest.mark.parametrize("window", WINDOWS)
@@ -154,6 +153,9 @@ async def test_a_tool_loop_with_large_json_results_fits_every_window(
     window: int, factor: float, overhead: int
 ) -> None:
     outcome = await _tool_loop(window, factor, overhead)
-    full = outcome.transcripts[-1]
-    assert len(full) == 2 + 2 * TURNS + 1
-    _check(outcome, full)
+    assert len(outcome.full) == 2 + 2 * TURNS + 1
+    _check(outcome)
+    # The newest result always reaches the model verbatim (the tail keeps the last pair).
+    results = [e for e in outcome.full if isinstance(e, ToolResultEntry)]
+    for n, view in enumerate(outcome.endpoint.views[1:]):
+        assert dump(view[-1:]) == dump(results[n : n + 1]), f"call {n + 1}: newest result cut"
