@@ -187,7 +187,7 @@ async def test_tool_schemas_are_added_before_the_calibration_multiplier() -> Non
             last_input_tokens=first.tokens_before,
         )
     )
-    assert scratch[SCRATCH_KEY]["ratio"] == 1.0
+    assert scratch[SCRATCH_KEY]["calibration"]["ratio"] == 1.0
 
 
 class _CountingEntries(Sequence[TranscriptEntry]):

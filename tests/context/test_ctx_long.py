@@ -140,7 +140,8 @@ async def test_300_turns_every_view_fits_and_every_cleared_result_is_recallable(
     assert endpoint.summary_requests, "the long run should have summarised"
     assert max(endpoint.summary_requests) <= WINDOW
     state = scratch[SCRATCH_KEY]
-    assert 0.5 <= state["ratio"] <= 2.5 and state["ratio"] > 1.0  # calibrated toward the endpoint
+    ratio = state["calibration"]["ratio"]
+    assert 0.5 <= ratio <= 2.5 and ratio > 1.0  # calibrated toward the endpoint
     decided = set(state["cleared"]) | set(state["offloaded"])
     assert decided
     recall = tools[-1]

@@ -399,7 +399,10 @@ async def test_custom_stage_decisions_persist_even_when_a_later_stage_raises() -
         async def plan(self, body: Sequence[TranscriptEntry], ctx: StageContext) -> bool:
             return False
 
-    policy = _policy(stages=[ClearThenFail(), Never()])
+    # Over the trigger but under the window after one clear: no last resort on top.
+    policy = _policy(
+        context_window=40_000, compact_at=0.6, compact_to=0.3, stages=[ClearThenFail(), Never()]
+    )
     res = await policy.compact(request(tuple(transcript(60))))
     assert res.compacted and res.changed
     assert (

@@ -66,3 +66,45 @@ def test_compaction_ships_recall_over_its_store() -> None:
     tools = Compaction(store=store).tools()
     assert [t.name for t in tools] == ["recall_tool_result"]
     assert tools[0].parameters["required"] == ["ref"]
+
+
+async def test_a_call_id_recalls_the_archived_output_after_the_session_was_trimmed() -> None:
+    from lovia import Agent, Runner, tool
+    from lovia.context import OffloadToolResults
+    from lovia.stores.memory import InMemorySession
+    from lovia.testing import ScriptedProvider, call, text
+
+    big = "report line\n" * 1_251 + "end"  # 15,015 chars
+    assert len(big) > 15_000
+
+    @tool
+    def report(n: int) -> str:
+        """Produce report n."""
+        return f"{n}:{big}"
+
+    store = InMemoryResultStore()
+    session = InMemorySession()
+    first = ScriptedProvider(
+        [call("report", {"n": i}, call_id=f"r{i}") for i in range(6)] + [text("read them")]
+    )
+    policy = Compaction(context_window=16_000, stages=[OffloadToolResults()], store=store)
+    agent: Agent[None] = Agent(name="a", model=first, tools=[report], context_policy=policy)
+    await Runner.run(agent, "read six reports", session=session, session_id="s")
+    assert any(
+        isinstance(e, ToolResultEntry) and e.call_id == "r0" and "offloaded" in e.output
+        for e in first.views[-1]
+    ), "the first report was offloaded to the store"
+    assert await session.trim_tool_results("s", keep_chars=155, keep_runs=0) > 0
+    stored = next(
+        e for e in await session.load("s") if isinstance(e, ToolResultEntry) and e.call_id == "r0"
+    )
+    assert len(stored.output) < 400  # the record itself now holds the trimmed text only
+
+    second = ScriptedProvider([call("recall_tool_result", {"ref": "r0"}, call_id="x"), text("ok")])
+    fresh = Compaction(context_window=16_000, stages=[OffloadToolResults()], store=store)
+    again = agent.clone(model=second, context_policy=fresh)
+    result = await Runner.run(again, "show report 0 again", session=session, session_id="s")
+    recalled = next(
+        e for e in result.entries if isinstance(e, ToolResultEntry) and e.call_id == "x"
+    )
+    assert recalled.output == f"0:{big}"

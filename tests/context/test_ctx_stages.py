@@ -17,6 +17,7 @@ from lovia.context import (
     SummarizationError,
     SummarizeHistory,
     SummaryState,
+    TokenCounter,
     fingerprint,
     result_digest,
     transcript_to_text,
@@ -103,13 +104,14 @@ async def test_reactive_path_gets_no_stale_calibration_sample() -> None:
     scratch: dict[str, Any] = {}
     entries = tuple(transcript(5))
     await policy.compact(request(entries, scratch=scratch, run_id="r"))
-    await policy.compact(request(entries, scratch=scratch, run_id="r", last_input_tokens=10**6))
-    ratio = scratch[SCRATCH_KEY]["ratio"]
+    sent = TokenCounter().count(entries)
+    await policy.compact(request(entries, scratch=scratch, run_id="r", last_input_tokens=sent * 2))
+    ratio = scratch[SCRATCH_KEY]["calibration"]["ratio"]
     assert ratio > 1.0  # the proactive call folded a sample
     await policy.compact(
         request(entries, scratch=scratch, run_id="r", overflow=True, last_input_tokens=1)
     )
-    assert scratch[SCRATCH_KEY]["ratio"] == ratio
+    assert scratch[SCRATCH_KEY]["calibration"]["ratio"] == ratio
 
 
 async def test_summary_survives_an_output_trim_and_a_system_swap() -> None:
@@ -151,7 +153,8 @@ async def test_a_frontier_that_splits_a_pair_is_rewound_to_a_safe_cut() -> None:
 
 async def test_circuit_breaker_is_per_run() -> None:
     provider = SummaryProvider(fail=1_000)
-    policy = _policy(stages=[SummarizeHistory(max_failures=1)])
+    # Over the trigger but under the window: the last resort has no reason to step in.
+    policy = _policy(context_window=30_000, stages=[SummarizeHistory(max_failures=1)])
     scratch: dict[str, Any] = {}
     entries = tuple(transcript(50))
     await policy.compact(request(entries, provider=provider, scratch=scratch, run_id="r1"))
@@ -167,9 +170,11 @@ def test_warns_when_the_protected_tail_covers_the_whole_view(
 ) -> None:
     import asyncio
 
-    policy = _policy(keep_recent_tokens=10**9, stages=[ClearToolResults()])
+    # The tail always keeps the last entry: one message bigger than the window is all tail.
+    policy = _policy(stages=[ClearToolResults()])
+    entries = (*transcript(0), InputEntry("user", "z" * 100_000))
     with caplog.at_level(logging.WARNING, logger="lovia.context.compaction"):
-        res = asyncio.run(policy.compact(request(tuple(transcript(50)))))
+        res = asyncio.run(policy.compact(request(entries)))
     assert not res.compacted
     assert "protected tail covers the whole view" in caplog.text
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from lovia.context import CompactionState, OffloadRecord, SummaryState, fingerprint
+from lovia.context import Calibration, CompactionState, OffloadRecord, SummaryState, fingerprint
 from lovia.parts import ImagePart, TextPart
 from lovia.transcript import InputEntry, ToolCallEntry, ToolResultEntry
 
@@ -14,7 +14,7 @@ def _state() -> CompactionState:
         cleared={"b", "a"},
         offloaded={"c": OffloadRecord(preview="pre", chars=9_000, digest="d" * 64)},
         summary=SummaryState(text="## Key facts\nx", covered=4, fingerprint="f"),
-        ratio=1.3,
+        calibration=Calibration(ratio=1.3, overhead=120.0),
         last_view_estimate=1234,
         summary_failures=2,
         failures_run="run-1",
@@ -34,7 +34,7 @@ def test_loading_tolerates_garbage_clamps_ratio_and_drops_bad_windows() -> None:
     assert CompactionState.from_dict("nope").to_dict() == CompactionState().to_dict()
     data = _state().to_dict()
     data.update(
-        ratio=99.0,
+        calibration={"ratio": 99.0, "overhead": -4, "samples": 3, "sw": "x"},
         cleared=["ok", 3, None],
         summary={"text": 1},
         learned_windows={"a": 1000, "b": -5, "c": "big", "d": True},
@@ -42,7 +42,8 @@ def test_loading_tolerates_garbage_clamps_ratio_and_drops_bad_windows() -> None:
         summary_failures=-1,
     )
     state = CompactionState.from_dict(data)
-    assert state.ratio == 2.5
+    assert state.ratio == 2.5 and state.calibration.overhead == 0.0
+    assert state.calibration.samples == 0  # malformed statistics start over
     assert state.cleared == {"ok"}
     assert state.summary is None and state.offloaded == {}
     assert state.learned_windows == {"a": 1000}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from lovia.tools.recall import make_recall_tool, result_digest
 
+from .calibration import Calibration
 from .compaction import Compaction
 from .policy import (
     CompactionRequest,
@@ -21,13 +22,14 @@ from .prompts import FOLD_TEMPLATE, REQUIRED_SECTIONS, SUMMARY_SYSTEM_PROMPT, SU
 from .render import (
     clear_marker,
     offload_marker,
+    omission_marker,
     pair_safe_cuts,
     protected_tail_start,
     render_view,
     summary_entry,
 )
 from .stages import ClearToolResults, OffloadToolResults, Stage, StageContext, SummarizeHistory
-from .state import CompactionState, OffloadRecord, SummaryState, fingerprint
+from .state import CompactionState, OffloadRecord, OmissionState, SummaryState, fingerprint
 from .stores import FileResultStore, InMemoryResultStore, ResultStore
 from .summarizer import (
     LLMSummarizer,
@@ -35,14 +37,16 @@ from .summarizer import (
     Summarizer,
     transcript_to_text,
 )
-from .tokens import TokenBudget, TokenCounter
+from .tokens import ContextConfigError, TokenBudget, TokenCounter
 from .window import window_key
 
 __all__ = [
+    "Calibration",
     "ClearToolResults",
     "Compaction",
     "CompactionRequest",
     "CompactionState",
+    "ContextConfigError",
     "ContextPolicy",
     "ContextResult",
     "FOLD_TEMPLATE",
@@ -52,6 +56,7 @@ __all__ = [
     "NoopContextPolicy",
     "OffloadRecord",
     "OffloadToolResults",
+    "OmissionState",
     "REQUIRED_SECTIONS",
     "ResultStore",
     "SUMMARY_SYSTEM_PROMPT",
@@ -69,6 +74,7 @@ __all__ = [
     "fingerprint",
     "make_recall_tool",
     "offload_marker",
+    "omission_marker",
     "pair_safe_cuts",
     "protected_tail_start",
     "render_view",

@@ -2,8 +2,11 @@
 
 Per call: sync the rendered view with the transcript, calibrate, resolve the window, and,
 only under pressure (above ``compact_at``, or on the reactive overflow path), run the
-stages and re-render. The transcript is never mutated; the view is
-``render_view(transcript, state)``.
+stages and re-render. When the stages cannot bring the view under the usable window (or,
+reactive, cannot shrink it enough to retry), the last resort leaves the oldest pair-safe
+span out of the view behind a marker. The transcript is never mutated; the view is
+``render_view(transcript, state)``. Every budget is in the provider's (calibrated)
+tokens; per-entry costs are lovia's estimate, so comparisons convert the budget once.
 
 Per-turn cost: the transcript is append-only, so the policy keeps, per run, the rendered
 view body and its running token total, and on each call renders and counts only the new
@@ -21,9 +24,9 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lovia.context_policy import CompactionRequest, ContextResult
 from lovia.providers.base import TokenEstimator
@@ -31,7 +34,14 @@ from lovia.tools.base import Tool
 from lovia.tools.recall import RECALL_TOOL_NAME, make_recall_tool
 from lovia.transcript import ToolCallEntry, TranscriptEntry, leading_system_count
 
-from .render import pair_safe_cuts, protected_tail_start, render_entry, render_view
+from .render import (
+    omission_marker,
+    pair_safe_cuts,
+    protected_tail_start,
+    render_entry,
+    render_view,
+    rendered_frontier,
+)
 from .stages import (
     ClearToolResults,
     OffloadToolResults,
@@ -39,11 +49,21 @@ from .stages import (
     StageContext,
     SummarizeHistory,
 )
-from .state import CompactionState, SummaryState, fingerprint
+from .state import CompactionState, OmissionState, SummaryState, fingerprint
 from .stores import ResultStore
 from .summarizer import Summarizer
-from .tokens import TokenBudget, TokenCounter, check_watermark
+from .tokens import (
+    ContextConfigError,
+    TokenBudget,
+    TokenCounter,
+    check_count,
+    check_reserve,
+    check_watermark,
+)
 from .window import WindowProbe, learn_window, resolve_window, window_key
+
+if TYPE_CHECKING:
+    from lovia.run_context import RunContext
 
 __all__ = ["Compaction", "SCRATCH_KEY"]
 
@@ -102,8 +122,13 @@ class Compaction:
     ``store``: a ``ResultStore`` for offloaded outputs (``None`` = recall uses the
     transcript).
 
-    Raises ``ValueError`` for invalid arguments (including ``compact_to >= compact_at``
-    when both are the same kind).
+    ``reserve_output_tokens``: room kept for the reply (``None`` = min(16_384,
+    window // 4), so small windows keep most of their room for the prompt).
+
+    Raises ``ContextConfigError`` (a ``UserError`` and a ``ValueError``) for invalid
+    arguments: ``compact_to >= compact_at`` when both are the same kind, or a reserve that
+    leaves nothing of the window, here when ``context_window`` is given, else on the first
+    call that knows the window.
     """
 
     def __init__(
@@ -112,35 +137,26 @@ class Compaction:
         compact_at: float | int = 0.85,
         compact_to: float | int = 0.60,
         keep_recent_tokens: int | None = None,
-        reserve_output_tokens: int = 16_384,
+        reserve_output_tokens: int | None = None,
         stages: Sequence[Stage] | None = None,
         summarizer: Summarizer | None = None,
         image_tokens: int = 1_600,
         store: ResultStore | None = None,
     ) -> None:
-        if context_window is not None and (
-            isinstance(context_window, bool)
-            or not isinstance(context_window, int)
-            or context_window <= 0
-        ):
-            raise ValueError(
-                f"context_window must be a positive int or None, got {context_window!r}"
-            )
+        if context_window is not None:
+            check_count("context_window", context_window, minimum=1)
         self.compact_at = check_watermark("compact_at", compact_at)
         self.compact_to = check_watermark("compact_to", compact_to)
         if type(compact_at) is type(compact_to) and compact_to >= compact_at:
-            raise ValueError(
-                f"compact_to ({compact_to!r}) must be below compact_at ({compact_at!r})"
+            raise ContextConfigError(
+                f"compact_to ({compact_to!r}) must be below compact_at ({compact_at!r})",
+                hint="compaction starts at compact_at and shrinks the view to compact_to",
             )
-        for name, value in (
-            ("keep_recent_tokens", keep_recent_tokens),
-            ("reserve_output_tokens", reserve_output_tokens),
-            ("image_tokens", image_tokens),
-        ):
-            if value is None and name == "keep_recent_tokens":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+        if keep_recent_tokens is not None:
+            check_count("keep_recent_tokens", keep_recent_tokens)
+        if reserve_output_tokens is not None:
+            check_reserve(reserve_output_tokens, context_window)
+        check_count("image_tokens", image_tokens)
         self.context_window = context_window
         self.keep_recent_tokens = keep_recent_tokens
         self.reserve_output_tokens = reserve_output_tokens
@@ -159,8 +175,15 @@ class Compaction:
     def tools(self) -> list[Tool]:
         """The tools this policy ships: ``recall_tool_result`` over ``store``."""
         if self._recall is None:
-            self._recall = make_recall_tool(self.store)
+            self._recall = make_recall_tool(self.store, archived=self._archived_digest)
         return [self._recall]
+
+    def _archived_digest(self, call_id: str, ctx: RunContext[Any]) -> str | None:
+        """The digest ``call_id``'s output was offloaded under, from the run's decisions
+        (carried from the session, so it outlives a ``trim_tool_results``)."""
+        track = self._tracks.get(("run", ctx.run_id))
+        record = track.state.offloaded.get(call_id) if track is not None else None
+        return record.digest if record is not None else None
 
     def __repr__(self) -> str:
         return (
@@ -239,10 +262,7 @@ class Compaction:
         view = render_view(entries, track.state, recall=recall)
         track.view_body = view[head_n:]
         track.view_tokens = track.counter.count(track.view_body)
-        summary = track.state.summary
-        rendered = summary is not None and 0 < summary.covered <= len(entries) - head_n
-        track.covered = summary.covered if rendered and summary is not None else 0
-        track.lead = 1 if rendered else 0
+        track.covered, track.lead = rendered_frontier(track.state, len(entries) - head_n)
         track.rendered_at = track.state.version
         track.recall = recall
 
@@ -258,24 +278,25 @@ class Compaction:
             state.version += 1
         summary = state.summary
         if summary is not None:
-            fixed: SummaryState | None = summary
-            if (
-                summary.covered > len(body)
-                or fingerprint(body[: summary.covered]) != summary.fingerprint
-            ):
+            covered = _still_valid(body, summary.covered, summary.fingerprint)
+            if covered is None:
                 _log.info("history before the summary frontier changed; resetting the summary")
-                fixed = None
-            else:
-                cuts = [c for c in pair_safe_cuts(body) if 0 < c <= summary.covered]
-                if not cuts:
-                    fixed = None
-                elif cuts[-1] != summary.covered:
-                    c = cuts[-1]
-                    fixed = SummaryState(
-                        text=summary.text, covered=c, fingerprint=fingerprint(body[:c])
+                state.set_summary(None)
+            elif covered != summary.covered:
+                state.set_summary(
+                    SummaryState(
+                        text=summary.text, covered=covered, fingerprint=fingerprint(body[:covered])
                     )
-            if fixed is not summary:
-                state.set_summary(fixed)
+                )
+        omitted = state.omitted
+        if omitted is not None:
+            covered = _still_valid(body, omitted.covered, omitted.fingerprint)
+            if covered != omitted.covered:
+                state.set_omitted(
+                    None
+                    if covered is None
+                    else OmissionState(covered=covered, fingerprint=fingerprint(body[:covered]))
+                )
         track.checked = True
 
     # -- calibration and window ----------------------------------------------------------
@@ -287,12 +308,12 @@ class Compaction:
             return
         # The tools of the call that produced `real`, not today's (a handoff swaps them).
         previous_tools = track.tools_tokens if track.tools_tokens >= 0 else tools_now
-        state.fold_ratio(real - previous_tools, estimated)
+        state.calibration.fold(real - previous_tools, estimated)
         state.last_view_estimate = None  # one sample per view
 
     @staticmethod
     def _calibrated(raw: int, state: CompactionState, tools_tokens: int) -> int:
-        return int(raw * state.ratio) + tools_tokens
+        return state.calibration.tokens(raw) + tools_tokens
 
     async def _window(self, req: CompactionRequest, track: _Track) -> int | None:
         state = track.state
@@ -361,8 +382,15 @@ class Compaction:
                 return 0
             return counter.count_entry(track.view_body[track.lead + i - track.covered])
 
+        # Budgets are in the provider's tokens, per-entry costs in lovia's estimate: every
+        # comparison converts the budget once (ratio = provider tokens per estimated one).
+        ratio = state.ratio
+        shared = before - int(ratio * track.view_tokens)  # head, overhead and tool schemas
         tail_start = protected_tail_start(
-            body, cost, budget.tail_tokens, anchor_limit=budget.target_tokens
+            body,
+            cost,
+            int(budget.tail_tokens / ratio),
+            anchor_limit=max(0, int((budget.target_tokens - shared) / ratio)),
         )
         if tail_start <= track.covered and not track.warned_tail:
             track.warned_tail = True
@@ -399,8 +427,17 @@ class Compaction:
             if new or state.version != track.rendered_at:
                 self._render_all(track, entries, head_n, recall)
                 ctx.estimate = self._calibrated(track.raw_view, state, tools_tokens)
-        decided = state.version != start_version
         after = self._calibrated(track.raw_view, state, tools_tokens)
+        # The last resort: what the stages left still does not fit (or, reactive, did not
+        # shrink enough to be worth a retry), so the oldest span leaves the view.
+        limit = budget.usable
+        if req.overflow:
+            limit = min(limit, int(before * _MEANINGFUL_SHRINK))
+        target = budget.target_tokens
+        if after > limit and self._leave_out(body, track, cost, after, (target, limit), ctx):
+            self._render_all(track, entries, head_n, recall)
+            after = self._calibrated(track.raw_view, state, tools_tokens)
+        decided = state.version != start_version
         compacted = decided and (not req.overflow or after <= before * _MEANINGFUL_SHRINK)
         reason = "overflow" if req.overflow else "threshold"
         detail = (*ctx.detail, f"view {before} -> {after} tokens (window {budget.window})")
@@ -414,6 +451,51 @@ class Compaction:
             tokens_after=after,
             detail=detail,
         )
+
+    @staticmethod
+    def _leave_out(
+        body: Sequence[TranscriptEntry],
+        track: _Track,
+        cost: Callable[[int], int],
+        after: int,
+        budget: tuple[int, int],
+        ctx: StageContext,
+    ) -> bool:
+        """Leave the oldest pair-safe span out of the view: the shortest one that brings
+        the view to the target without reaching into the protected tail, else the
+        shortest that brings it under the limit (``budget`` is ``(target, limit)``). Never
+        the last block, and nothing when even that would not fit. ``True`` when a span
+        was decided (a marker in the view stands in for it; the record keeps it)."""
+        target, limit = budget
+        start = track.covered
+        cuts = [c for c in pair_safe_cuts(body) if start < c < len(body)]
+        if not cuts:
+            return False
+        ratio = ctx.state.ratio
+        marker = int(ratio * ctx.counter.count_entry(omission_marker(body[start : cuts[0]])))
+        removed, i = 0, start
+        fits: int | None = None
+        reaches: int | None = None
+        for cut in cuts:
+            removed += sum(cost(j) for j in range(i, cut))
+            i = cut
+            projected = after - int(ratio * removed) + marker
+            if projected <= limit and fits is None:
+                fits = cut
+            if projected <= target:
+                reaches = cut
+                break
+        fitting = reaches if reaches is not None and reaches <= ctx.tail_start else fits
+        if fitting is None:
+            return False
+        ctx.state.set_omitted(
+            OmissionState(covered=fitting, fingerprint=fingerprint(body[:fitting]))
+        )
+        ctx.detail.append(
+            f"left the oldest {fitting - start} entries out of the view to fit the window "
+            "(the record still holds them)"
+        )
+        return True
 
     def release(self, run_id: str | None) -> None:
         """Forget the per-run view state of ``run_id`` (the loop calls this when a run ends).
@@ -469,7 +551,7 @@ class Compaction:
             track.dirty = False
         else:
             blob = track.blob
-            blob["ratio"] = state.ratio
+            blob["calibration"] = state.calibration.to_dict()
             blob["last_view_estimate"] = state.last_view_estimate
             blob["summary_failures"] = state.summary_failures
             blob["failures_run"] = state.failures_run
@@ -479,6 +561,15 @@ class Compaction:
             self._sessions.move_to_end(req.session_id)
             while len(self._sessions) > _SESSION_LIMIT:
                 self._sessions.popitem(last=False)
+
+
+def _still_valid(body: Sequence[TranscriptEntry], covered: int, digest: str) -> int | None:
+    """A frontier checked against ``body``: ``covered`` itself, a pair-safe cut rewound
+    from it, or ``None`` when the covered prefix was rewritten (or no cut is left)."""
+    if covered > len(body) or fingerprint(body[:covered]) != digest:
+        return None
+    cuts = [c for c in pair_safe_cuts(body) if 0 < c <= covered]
+    return cuts[-1] if cuts else None
 
 
 def _reuses_decided_id(entry: TranscriptEntry, state: CompactionState) -> bool:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from lovia.parts import TextPart
 from lovia.tools.recall import RECALL_TOOL_NAME
 from lovia.transcript import (
+    AssistantTextEntry,
     InputEntry,
     ToolCallEntry,
     ToolResultEntry,
@@ -32,10 +33,12 @@ __all__ = [
     "clear_marker",
     "has_image",
     "offload_marker",
+    "omission_marker",
     "pair_safe_cuts",
     "protected_tail_start",
     "render_entry",
     "render_view",
+    "rendered_frontier",
     "summary_entry",
 ]
 
@@ -69,6 +72,43 @@ def summary_entry(text: str) -> InputEntry:
     return InputEntry(role="user", content=SUMMARY_WRAPPER.format(summary=text))
 
 
+def omission_marker(left_out: Sequence[TranscriptEntry]) -> InputEntry:
+    """The user entry that stands in for a span the last resort left out of the view: what
+    was left out, and that the record still holds it."""
+    users = sum(1 for e in left_out if isinstance(e, InputEntry) and e.role == "user")
+    calls = sum(1 for e in left_out if isinstance(e, ToolCallEntry))
+    replies = sum(1 for e in left_out if isinstance(e, AssistantTextEntry))
+    parts = [
+        f"{n} {noun}{'' if n == 1 else 's'}"
+        for n, noun in ((users, "user message"), (replies, "assistant reply"), (calls, "tool call"))
+        if n
+    ]
+    what = ", ".join(parts) or "earlier entries"
+    return InputEntry(
+        role="user",
+        content=(
+            f"[{len(left_out)} earlier entries ({what}) are left out of this view to fit "
+            "the context window. The conversation record still holds them; this is not a "
+            "new request, continue from the messages that follow.]"
+        ),
+    )
+
+
+def rendered_frontier(state: CompactionState, body_len: int) -> tuple[int, int]:
+    """``(covered, lead)`` of a view: how many body entries the summary and the left-out
+    span stand in for, and how many synthetic entries (summary, marker) replace them."""
+    s, o = _frontiers(state, body_len)
+    return max(s, o), (1 if s else 0) + (1 if o > s else 0)
+
+
+def _frontiers(state: CompactionState, body_len: int) -> tuple[int, int]:
+    """The summary's and the left-out span's coverage (0 when absent or out of range)."""
+    summary, omitted = state.summary, state.omitted
+    s = summary.covered if summary is not None and 0 < summary.covered <= body_len else 0
+    o = omitted.covered if omitted is not None and 0 < omitted.covered <= body_len else 0
+    return s, o
+
+
 def render_entry(
     entry: TranscriptEntry, state: CompactionState, *, recall: bool
 ) -> TranscriptEntry:
@@ -87,14 +127,16 @@ def render_view(
     transcript: Sequence[TranscriptEntry], state: CompactionState, *, recall: bool = True
 ) -> list[TranscriptEntry]:
     """The view of ``transcript`` under ``state``: the system head, the summary (when one
-    covers part of the body) and the rest of the body with markers. Pure."""
+    covers part of the body), the marker of a left-out span (when one reaches past the
+    summary) and the rest of the body with markers. Pure."""
     head = leading_system_count(transcript)
     out: list[TranscriptEntry] = list(transcript[:head])
-    start = head
-    summary = state.summary
-    if summary is not None and 0 < summary.covered <= len(transcript) - head:
-        out.append(summary_entry(summary.text))
-        start = head + summary.covered
+    summarised, omitted = _frontiers(state, len(transcript) - head)
+    if state.summary is not None and summarised:
+        out.append(summary_entry(state.summary.text))
+    if omitted > summarised:
+        out.append(omission_marker(transcript[head + summarised : head + omitted]))
+    start = head + max(summarised, omitted)
     if not state.cleared and not state.offloaded:
         out.extend(transcript[start:])
         return out

@@ -11,6 +11,7 @@ make overflow recovery impossible. No stage decides on a reused ``call_id``.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,11 +28,18 @@ from lovia.transcript import (
     TranscriptEntry,
 )
 
+from .prompts import FOLD_TEMPLATE, REQUIRED_SECTIONS
 from .render import clear_marker, has_image, offload_marker, pair_safe_cuts, render_entry
 from .state import CompactionState, OffloadRecord, SummaryState, fingerprint
 from .stores import ResultStore
-from .summarizer import LLMSummarizer, SummarizationError, Summarizer, transcript_to_text
-from .tokens import TokenBudget, TokenCounter
+from .summarizer import (
+    LLMSummarizer,
+    SummarizationError,
+    Summarizer,
+    retry_reminder,
+    transcript_to_text,
+)
+from .tokens import ContextConfigError, TokenBudget, TokenCounter, check_count
 
 __all__ = [
     "ClearToolResults",
@@ -79,8 +87,12 @@ class StageContext:
 
     @property
     def covered(self) -> int:
-        """How many body entries the running summary covers."""
-        return self.state.summary.covered if self.state.summary is not None else 0
+        """How many body entries the running summary or a left-out span stand in for."""
+        summary, omitted = self.state.summary, self.state.omitted
+        return max(
+            summary.covered if summary is not None else 0,
+            omitted.covered if omitted is not None else 0,
+        )
 
     def note_saving(self, raw_tokens: int) -> None:
         """Lower ``estimate`` by ``raw_tokens`` (uncalibrated) saved by a decision."""
@@ -123,12 +135,6 @@ class Stage(Protocol):
     async def plan(self, body: Sequence[TranscriptEntry], ctx: StageContext) -> bool: ...
 
 
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return value
-
-
 class OffloadToolResults:
     """Stage 1: huge results become a preview marker; the full output goes to the store.
 
@@ -143,9 +149,9 @@ class OffloadToolResults:
     def __init__(
         self, min_chars: int = 4_000, keep_last: int = 2, preview_chars: int = 400
     ) -> None:
-        self.min_chars = _check_int("min_chars", min_chars, 1)
-        self.keep_last = _check_int("keep_last", keep_last, 0)
-        self.preview_chars = _check_int("preview_chars", preview_chars, 0)
+        self.min_chars = check_count("min_chars", min_chars, minimum=1)
+        self.keep_last = check_count("keep_last", keep_last, minimum=0)
+        self.preview_chars = check_count("preview_chars", preview_chars, minimum=0)
 
     async def plan(self, body: Sequence[TranscriptEntry], ctx: StageContext) -> bool:
         state = ctx.state
@@ -193,8 +199,8 @@ class ClearToolResults:
     name = "clear"
 
     def __init__(self, keep_last: int = 3, min_chars: int = 200) -> None:
-        self.keep_last = _check_int("keep_last", keep_last, 0)
-        self.min_chars = _check_int("min_chars", min_chars, 0)
+        self.keep_last = check_count("keep_last", keep_last, minimum=0)
+        self.min_chars = check_count("min_chars", min_chars, minimum=0)
 
     async def plan(self, body: Sequence[TranscriptEntry], ctx: StageContext) -> bool:
         state = ctx.state
@@ -231,9 +237,13 @@ class SummarizeHistory:
     (the aggressive path still probes).
 
     The fold is incremental and fit-checked: the span is cut into chunks at pair-safe cuts
-    so every summarisation request fits both the run's window and the summariser's own
+    so every summarisation request (prompt, previous summary, chunk, reply budget, in the
+    endpoint's calibrated tokens) fits both the run's window and the summariser's own
     (``context_window``); an entry too large for a chunk is clipped in the copy sent to the
-    summariser. A failure after some chunks keeps the coverage folded so far.
+    summariser. The reply budget scales with that window (``window // 8``, at least 256,
+    at most the summariser's ``max_output_tokens``) for a summariser that accepts it, and
+    the retry for a missing section is asked for only where it fits. A failure after some
+    chunks keeps the coverage folded so far.
     """
 
     name = "summarize"
@@ -244,11 +254,19 @@ class SummarizeHistory:
         min_savings_ratio: float = 0.10,
         max_failures: int = 3,
     ) -> None:
-        if isinstance(min_savings_ratio, bool) or not 0.0 <= min_savings_ratio < 1.0:
-            raise ValueError(f"min_savings_ratio must be in [0, 1), got {min_savings_ratio!r}")
+        if (
+            isinstance(min_savings_ratio, bool)
+            or not isinstance(min_savings_ratio, (int, float))
+            or not 0.0 <= min_savings_ratio < 1.0
+        ):
+            raise ContextConfigError(
+                f"min_savings_ratio must be in [0, 1), got {min_savings_ratio!r}",
+                hint="a share of the view, e.g. 0.10 (0 never skips a summary)",
+            )
         self.summarizer: Summarizer = summarizer if summarizer is not None else LLMSummarizer()
+        self._sized = _takes_fold_budget(self.summarizer)
         self.min_savings_ratio = float(min_savings_ratio)
-        self.max_failures = _check_int("max_failures", max_failures, 1)
+        self.max_failures = check_count("max_failures", max_failures, minimum=1)
 
     async def plan(self, body: Sequence[TranscriptEntry], ctx: StageContext) -> bool:
         state = ctx.state
@@ -261,14 +279,18 @@ class SummarizeHistory:
         span_cost = sum(ctx.rendered_cost(e) for e in body[covered : cuts[-1]])
         previous = state.summary.text if state.summary is not None else None
         prev_cost = ctx.counter.count_text(previous or "")
-        out_cost = _output_tokens(self.summarizer)
-        projected = span_cost - max(out_cost // 2, prev_cost)
+        size = self._fold_size(ctx)
+        projected = span_cost - max(size.reply // 2, prev_cost)
         if not ctx.aggressive and projected * state.ratio < self.min_savings_ratio * ctx.estimate:
             ctx.detail.append("summary skipped: projected saving under the anti-thrash threshold")
             return False
-        chunk_budget = self._chunk_budget(ctx, prev_cost)
+        chunk_budget = size.chunk_budget(prev_cost)
         if chunk_budget <= 0:
-            _log.warning("the summariser's window is too small for a fold; summary skipped")
+            _log.warning(
+                "the summariser's window (%d tokens) has no room for a fold; summary skipped",
+                size.room,
+            )
+            ctx.detail.append("summary skipped: no room for a fold in the summariser's window")
             return False
         changed = False
         for start, end, chunk in _chunks(body, covered, cuts, chunk_budget, ctx.counter):
@@ -276,15 +298,7 @@ class SummarizeHistory:
                 break
             chunk_cost = sum(ctx.rendered_cost(e) for e in body[start:end])
             try:
-                text = await self.summarizer.summarize(
-                    chunk, previous=previous, provider=ctx.request.provider
-                )
-                text = text.strip()
-                if not text:
-                    raise SummarizationError(
-                        "the summariser returned an empty summary",
-                        hint="check the Summarizer passed to SummarizeHistory",
-                    )
+                text = await self._fold(chunk, previous, ctx, size, prev_cost)
                 new_cost = ctx.counter.count_text(text)
                 if new_cost >= chunk_cost + prev_cost:
                     raise SummarizationError(
@@ -311,21 +325,112 @@ class SummarizeHistory:
             ctx.detail.append(f"summarised the first {state.summary.covered} entries of history")
         return changed
 
-    def _chunk_budget(self, ctx: StageContext, prev_cost: int) -> int:
-        """Tokens of conversation text one fold may carry."""
+    async def _fold(
+        self,
+        chunk: list[TranscriptEntry],
+        previous: str | None,
+        ctx: StageContext,
+        size: _FoldSize,
+        prev_cost: int,
+    ) -> str:
+        provider = ctx.request.provider
+        if self._sized:
+            retry = size.retry_fits(_text_cost(chunk, ctx.counter) + prev_cost)
+            text = await self.summarizer.summarize(  # type: ignore[call-arg]  # checked: _sized
+                chunk,
+                previous=previous,
+                provider=provider,
+                max_output_tokens=size.reply,
+                retry=retry,
+            )
+        else:
+            text = await self.summarizer.summarize(chunk, previous=previous, provider=provider)
+        text = text.strip()
+        if not text:
+            raise SummarizationError(
+                "the summariser returned an empty summary",
+                hint="check the Summarizer passed to SummarizeHistory",
+            )
+        return text
+
+    def _fold_size(self, ctx: StageContext) -> _FoldSize:
+        """How one fold is sized: the window it must fit, its reply budget, and what the
+        request costs besides the conversation text."""
         window = ctx.budget.window
         if not ctx.window_known:
             window //= 2  # only known to be below the view that overflowed
         own = getattr(self.summarizer, "context_window", None)
         if isinstance(own, int) and own > 0:
             window = min(window, own)
+        ceiling = _output_tokens(self.summarizer)
+        reply = min(ceiling, max(_REPLY_FLOOR, window // _REPLY_SHARE)) if self._sized else ceiling
         prompt = getattr(self.summarizer, "prompt", "")
-        overhead = ctx.counter.count_text(prompt if isinstance(prompt, str) else "") + 256
-        # Reserve the reply twice: a retry for a missing section re-sends the first reply.
-        # Estimates run through the calibration ratio; keep a 10% margin on top of it.
-        room = window - 2 * _output_tokens(self.summarizer)
-        usable = int(room / max(1.0, ctx.state.ratio) * 0.9)
-        return usable - overhead - prev_cost
+        frame = ctx.counter.count_text(prompt if isinstance(prompt, str) else "")
+        frame += ctx.counter.count_text(FOLD_TEMPLATE) + _FRAME_TOKENS
+        sections = getattr(self.summarizer, "required_sections", REQUIRED_SECTIONS)
+        reminder = ctx.counter.count_text(retry_reminder(sections)) + _FRAME_TOKENS
+        return _FoldSize(
+            room=int(window * _MARGIN),
+            reply=reply,
+            frame=frame,
+            reminder=reminder,
+            ratio=ctx.state.ratio,
+            overhead=int(ctx.state.calibration.overhead),
+        )
+
+
+_MARGIN = 0.9
+"""A fold uses at most this share of the summariser's window (estimates are estimates)."""
+_REPLY_SHARE = 8
+_REPLY_FLOOR = 256
+"""A fold's reply budget: window // _REPLY_SHARE, at least _REPLY_FLOOR, at most the
+summariser's ``max_output_tokens``."""
+_FRAME_TOKENS = 16
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _FoldSize:
+    """The arithmetic of one fold request, in the provider's tokens: ``overhead`` +
+    ``ratio`` * (estimated text) + the reply budget must stay within ``room``."""
+
+    room: int
+    reply: int
+    frame: int
+    """Estimated tokens of the system prompt and the fold template."""
+    reminder: int
+    """Estimated tokens of the retry's reminder."""
+    ratio: float
+    overhead: int
+
+    def _provider_tokens(self, estimated: int) -> int:
+        return self.overhead + int(self.ratio * estimated)
+
+    def chunk_budget(self, prev_cost: int) -> int:
+        """Estimated tokens of conversation text one fold may carry. Room for the retry
+        (the first reply re-sent, a reminder, a second reply) is kept when that still
+        leaves at least half the room a fold would have without it."""
+        single = self.room - self.reply - self._provider_tokens(self.frame + prev_cost)
+        with_retry = single - self.reply - int(self.ratio * self.reminder)
+        chosen = with_retry if with_retry >= single // 2 else single
+        return int(chosen / self.ratio)
+
+    def retry_fits(self, text_cost: int) -> bool:
+        """Whether the retry of a fold carrying ``text_cost`` estimated tokens (the chunk
+        plus the previous summary) fits the room."""
+        first = self._provider_tokens(self.frame + text_cost)
+        return first + 2 * self.reply + int(self.ratio * self.reminder) <= self.room
+
+
+def _takes_fold_budget(summarizer: Summarizer) -> bool:
+    """Whether ``summarizer.summarize`` takes the ``max_output_tokens`` and ``retry``
+    keywords (then its reply budget scales with the window)."""
+    try:
+        params = inspect.signature(summarizer.summarize).parameters
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return True
+    return "max_output_tokens" in params and "retry" in params
 
 
 def _output_tokens(summarizer: Summarizer) -> int:

@@ -1,24 +1,25 @@
 """``CompactionState``: the sticky decisions a view is rendered from, and ``fingerprint``.
 
 Invariant: decisions are monotonic. Stages only add (a cleared id, an offload record, a
-summary that covers more); nothing here removes a decision that still applies, because an
+summary that covers more, a left-out span that reaches further); nothing here removes a
+decision that still applies, because an
 undone decision would change the rendered prefix and cold the provider's prompt cache.
 Three things are dropped on purpose: records whose ``call_id`` no longer appears in the
 transcript (stale, they render nothing), records whose ``call_id`` a later call reused
 (ambiguous: applied by id they would hide the fresh result too), and a summary whose
 covered prefix no longer matches its ``fingerprint`` (the history was rewritten, e.g.
-trimmed offline); the ``call_id``-keyed decisions survive that reset.
+trimmed offline), and a left-out span likewise; the ``call_id``-keyed decisions survive
+that reset.
 
 State is JSON-safe (``to_dict``/``from_dict``) so it rides in the checkpoint scratch and the
 session segment meta. Loading tolerates garbage: malformed fields fall back to defaults,
-the ratio is clamped, bad learned windows are dropped, and scratch from before offload
-records carried a digest is discarded wholesale.
+the calibration is clamped (see ``Calibration.from_dict``), bad learned windows are
+dropped, and scratch from before offload records carried a digest is discarded wholesale.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
@@ -33,9 +34,12 @@ from lovia.transcript import (
     TranscriptEntry,
 )
 
+from .calibration import Calibration
+
 __all__ = [
     "CompactionState",
     "OffloadRecord",
+    "OmissionState",
     "STATE_VERSION",
     "SummaryState",
     "fingerprint",
@@ -43,9 +47,6 @@ __all__ = [
 
 STATE_VERSION = 2
 """Version of the serialised state; version 1 (offload records without a digest) is discarded."""
-
-_RATIO_MIN = 0.5
-_RATIO_MAX = 2.5
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,13 +68,25 @@ class SummaryState:
     fingerprint: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OmissionState:
+    """The last resort's decision: the first ``covered`` body entries are left out of the
+    view (a marker stands in for them; the record keeps them), with the ``fingerprint``
+    of that prefix."""
+
+    covered: int
+    fingerprint: str
+
+
 @dataclass(slots=True, kw_only=True)
 class CompactionState:
     """Sticky decisions plus calibration, learned windows and the summary breaker.
 
     ``cleared``: call_ids whose results render as clear markers. ``offloaded``: call_id ->
-    ``OffloadRecord``. ``summary``: the running summary or ``None``. ``ratio``: the
-    calibration multiplier (real / estimated tokens, EMA, 0.5-2.5). ``last_view_estimate``:
+    ``OffloadRecord``. ``summary``: the running summary or ``None``. ``omitted``: body
+    entries the last resort leaves out of the view (``OmissionState`` or ``None``).
+    ``calibration``: the estimate-to-provider model (``ratio`` is its multiplier,
+    ``overhead`` its fixed part; see ``Calibration``). ``last_view_estimate``:
     the uncalibrated estimate of the last view sent (the next calibration sample's
     denominator). ``summary_failures``: consecutive summariser failures in ``failures_run``.
     ``learned_windows``: ``window_key`` -> the window an endpoint named.
@@ -82,7 +95,8 @@ class CompactionState:
     cleared: set[str] = field(default_factory=set)
     offloaded: dict[str, OffloadRecord] = field(default_factory=dict)
     summary: SummaryState | None = None
-    ratio: float = 1.0
+    omitted: OmissionState | None = None
+    calibration: Calibration = field(default_factory=Calibration)
     last_view_estimate: int | None = None
     summary_failures: int = 0
     failures_run: str | None = None
@@ -111,17 +125,22 @@ class CompactionState:
         self.summary = summary
         self.version += 1
 
+    def set_omitted(self, omitted: OmissionState | None) -> None:
+        """Replace the left-out span (the last resort only ever extends it)."""
+        self.omitted = omitted
+        self.version += 1
+
+    @property
+    def ratio(self) -> float:
+        """The calibration multiplier (``calibration.ratio``)."""
+        return self.calibration.ratio
+
     @property
     def has_decisions(self) -> bool:
         """Whether anything would render differently from the transcript."""
-        return bool(self.cleared or self.offloaded or self.summary is not None)
-
-    def fold_ratio(self, real_tokens: int, estimated: int, *, alpha: float = 0.2) -> None:
-        """Fold one calibration sample into the EMA ratio (clamped)."""
-        if estimated <= 0 or real_tokens <= 0:
-            return
-        sample = real_tokens / estimated
-        self.ratio = _clamp_ratio((1 - alpha) * self.ratio + alpha * sample)
+        return bool(
+            self.cleared or self.offloaded or self.summary is not None or self.omitted is not None
+        )
 
     # -- serialisation -------------------------------------------------------------------
 
@@ -141,7 +160,10 @@ class CompactionState:
                 "covered": self.summary.covered,
                 "fingerprint": self.summary.fingerprint,
             },
-            "ratio": self.ratio,
+            "omitted": None
+            if self.omitted is None
+            else {"covered": self.omitted.covered, "fingerprint": self.omitted.fingerprint},
+            "calibration": self.calibration.to_dict(),
             "last_view_estimate": self.last_view_estimate,
             "summary_failures": self.summary_failures,
             "failures_run": self.failures_run,
@@ -164,9 +186,8 @@ class CompactionState:
                 if isinstance(cid, str) and parsed is not None:
                     state.offloaded[cid] = parsed
         state.summary = _summary_from(data.get("summary"))
-        ratio = data.get("ratio")
-        if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and math.isfinite(ratio):
-            state.ratio = _clamp_ratio(float(ratio))
+        state.omitted = _omission_from(data.get("omitted"))
+        state.calibration = Calibration.from_dict(data.get("calibration"), ratio=data.get("ratio"))
         estimate = data.get("last_view_estimate")
         if _is_count(estimate):
             state.last_view_estimate = estimate
@@ -198,10 +219,6 @@ def _is_count(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _clamp_ratio(value: float) -> float:
-    return min(_RATIO_MAX, max(_RATIO_MIN, value))
-
-
 def _offload_from(rec: object) -> OffloadRecord | None:
     if not isinstance(rec, dict):
         return None
@@ -217,6 +234,15 @@ def _summary_from(data: object) -> SummaryState | None:
     text, covered, fp = data.get("text"), data.get("covered"), data.get("fingerprint")
     if isinstance(text, str) and text and _is_count(covered) and isinstance(fp, str):
         return SummaryState(text=text, covered=covered, fingerprint=fp)
+    return None
+
+
+def _omission_from(data: object) -> OmissionState | None:
+    if not isinstance(data, dict):
+        return None
+    covered, fp = data.get("covered"), data.get("fingerprint")
+    if _is_count(covered) and covered > 0 and isinstance(fp, str):
+        return OmissionState(covered=covered, fingerprint=fp)
     return None
 
 

@@ -16,6 +16,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Protocol
 
+from .tokens import check_count
+
 __all__ = ["FileResultStore", "InMemoryResultStore", "ResultStore"]
 
 
@@ -31,14 +33,12 @@ class InMemoryResultStore:
     """A bounded LRU in process memory.
 
     ``max_entries``: capacity (``get`` refreshes recency); ``None`` means unbounded.
-    Raises ``ValueError`` for a non-positive or non-int size.
+    Raises ``ContextConfigError`` (a ``ValueError``) for a non-positive or non-int size.
     """
 
     def __init__(self, max_entries: int | None = 1_024) -> None:
-        if max_entries is not None and (
-            isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries <= 0
-        ):
-            raise ValueError(f"max_entries must be a positive int or None, got {max_entries!r}")
+        if max_entries is not None:
+            check_count("max_entries", max_entries, minimum=1)
         self.max_entries = max_entries
         self._items: OrderedDict[str, str] = OrderedDict()
 

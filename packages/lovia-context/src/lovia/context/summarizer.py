@@ -3,8 +3,8 @@
 ``LLMSummarizer`` calls the run's own provider (``SummarizeHistory`` passes it) with the
 summary system prompt and one fold: the previous summary plus the new span rendered as
 text by ``transcript_to_text`` (reasoning is skipped). A reply missing a required section
-is retried once with a reminder, then shipped as is; an empty or truncated reply raises
-``SummarizationError``.
+is retried once with a reminder where the caller says the retry fits, then shipped as is;
+an empty or truncated reply raises ``SummarizationError``.
 """
 
 from __future__ import annotations
@@ -25,12 +25,14 @@ from lovia.transcript import (
 )
 
 from .prompts import FOLD_TEMPLATE, REQUIRED_SECTIONS, SUMMARY_SYSTEM_PROMPT
+from .tokens import check_count
 
 __all__ = [
     "LLMSummarizer",
     "SummarizationError",
     "Summarizer",
     "missing_sections",
+    "retry_reminder",
     "transcript_to_text",
 ]
 
@@ -45,7 +47,10 @@ class Summarizer(Protocol):
     ``previous`` is the current summary (``None`` on the first fold); ``provider`` is the
     run's provider. Implementations may declare ``context_window`` (their own window in
     tokens, ``None`` = the run's) and ``max_output_tokens``; ``SummarizeHistory`` sizes
-    each fold so the request fits both windows.
+    each fold so the request fits both windows. An implementation whose ``summarize``
+    also takes ``max_output_tokens`` and ``retry`` keywords (as ``LLMSummarizer`` does)
+    gets a reply budget scaled to the window and is told whether a retry fits; otherwise
+    its declared ``max_output_tokens`` is reserved as is.
     """
 
     async def summarize(
@@ -81,6 +86,27 @@ def transcript_to_text(
     return "\n".join(lines)
 
 
+def _fold_request(
+    prompt: str, entries: Sequence[TranscriptEntry], previous: str | None
+) -> list[TranscriptEntry]:
+    """The request of one fold: the system ``prompt``, then the previous summary (if any)
+    and ``entries`` as text."""
+    previous_block = f"Current summary:\n<summary>\n{previous}\n</summary>\n\n" if previous else ""
+    fold = FOLD_TEMPLATE.format(
+        previous_block=previous_block, conversation=transcript_to_text(entries)
+    )
+    return [InputEntry("system", prompt), InputEntry("user", fold)]
+
+
+def retry_reminder(missing: Sequence[str]) -> str:
+    """The user message that asks for the sections a reply left out."""
+    return (
+        "Your summary is missing these sections: "
+        + ", ".join(missing)
+        + ". Return the complete summary with every required section."
+    )
+
+
 def missing_sections(text: str, sections: Sequence[str]) -> list[str]:
     """The required sections ``text`` has no ``## <name>`` heading for."""
     lowered = text.lower()
@@ -94,7 +120,8 @@ class LLMSummarizer:
     placeholder is filled with the headings). ``required_sections``: headings the summary
     must contain. ``provider``: a provider to use instead of the run's (``None`` = the
     run's). ``context_window``: this summariser's window in tokens (``None`` = the run's).
-    ``max_output_tokens``: the reply budget, reserved when sizing a fold.
+    ``max_output_tokens``: the ceiling of a fold's reply budget (a fold on a small window
+    gets less; see ``SummarizeHistory``).
     """
 
     def __init__(
@@ -106,12 +133,9 @@ class LLMSummarizer:
         context_window: int | None = None,
         max_output_tokens: int = 4_096,
     ) -> None:
-        if context_window is not None and not _positive_int(context_window):
-            raise ValueError(
-                f"context_window must be a positive int or None, got {context_window!r}"
-            )
-        if not _positive_int(max_output_tokens):
-            raise ValueError(f"max_output_tokens must be a positive int, got {max_output_tokens!r}")
+        if context_window is not None:
+            check_count("context_window", context_window, minimum=1)
+        check_count("max_output_tokens", max_output_tokens, minimum=1)
         self.required_sections = tuple(required_sections)
         headings = "\n".join(f"## {s}" for s in self.required_sections)
         template = SUMMARY_SYSTEM_PROMPT if prompt is None else prompt
@@ -121,42 +145,42 @@ class LLMSummarizer:
         self.max_output_tokens = max_output_tokens
 
     async def summarize(
-        self, entries: Sequence[TranscriptEntry], *, previous: str | None, provider: Any
+        self,
+        entries: Sequence[TranscriptEntry],
+        *,
+        previous: str | None,
+        provider: Any,
+        max_output_tokens: int | None = None,
+        retry: bool = True,
     ) -> str:
         """Fold ``entries`` into ``previous``; raises ``SummarizationError`` on an empty or
-        truncated reply (provider errors propagate)."""
+        truncated reply (provider errors propagate).
+
+        ``max_output_tokens``: this fold's reply budget (``SummarizeHistory`` scales it to
+        the window; ``None`` = the constructor's, which is also the ceiling). ``retry``:
+        whether a reply missing a section may be retried (the caller knows if it fits).
+        """
         target = self.provider if self.provider is not None else provider
         if target is None:
             raise SummarizationError(
                 "no provider to summarise with", hint="pass LLMSummarizer(provider=...)"
             )
-        previous_block = (
-            f"Current summary:\n<summary>\n{previous}\n</summary>\n\n" if previous else ""
-        )
-        fold = FOLD_TEMPLATE.format(
-            previous_block=previous_block, conversation=transcript_to_text(entries)
-        )
-        view: list[TranscriptEntry] = [InputEntry("system", self.prompt), InputEntry("user", fold)]
-        text = await self._call(target, view)
+        budget = self.max_output_tokens
+        if max_output_tokens is not None:
+            budget = min(budget, check_count("max_output_tokens", max_output_tokens, minimum=1))
+        view = _fold_request(self.prompt, entries, previous)
+        text = await self._call(target, view, budget)
         missing = missing_sections(text, self.required_sections)
-        if missing:
-            reminder = (
-                "Your summary is missing these sections: "
-                + ", ".join(missing)
-                + ". Return the complete summary with every required section."
-            )
-            view += [AssistantTextEntry(text), InputEntry("user", reminder)]
-            retry = await self._call(target, view)
+        if missing and retry:
+            view += [AssistantTextEntry(text), InputEntry("user", retry_reminder(missing))]
+            again = await self._call(target, view, budget)
             # Ship the incomplete summary rather than lose the fold.
-            text = (
-                retry
-                if len(missing_sections(retry, self.required_sections)) < len(missing)
-                else text
-            )
+            if len(missing_sections(again, self.required_sections)) < len(missing):
+                text = again
         return text
 
-    async def _call(self, provider: Any, view: list[TranscriptEntry]) -> str:
-        settings = ModelSettings(temperature=0, max_tokens=self.max_output_tokens)
+    async def _call(self, provider: Any, view: list[TranscriptEntry], max_tokens: int) -> str:
+        settings = ModelSettings(temperature=0, max_tokens=max_tokens)
         pieces: list[str] = []
         finish: str | None = None
         stream = provider.stream(view, tools=(), settings=settings)
@@ -183,7 +207,3 @@ class LLMSummarizer:
                 hint="check that the summarising model answers plain-text requests",
             )
         return text
-
-
-def _positive_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0

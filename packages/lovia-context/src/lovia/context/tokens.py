@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from lovia.exceptions import UserError
 from lovia.parts import ContentPart, FilePart, ImagePart, TextPart
 from lovia.providers.base import TokenEstimator
 from lovia.transcript import (
@@ -29,9 +30,13 @@ from lovia.transcript import (
 )
 
 __all__ = [
+    "ContextConfigError",
     "TokenBudget",
     "TokenCounter",
+    "check_count",
+    "check_reserve",
     "check_watermark",
+    "default_reserve",
     "resolve_watermark",
 ]
 
@@ -40,13 +45,21 @@ _log = logging.getLogger(__name__)
 _ENTRY_OVERHEAD = 4
 """Role/framing tokens every entry costs on the wire."""
 _MEMO_LIMIT = 65_536
+_RESERVE_MAX = 16_384
 
 
-def _check_count(name: str, value: object, *, allow_zero: bool = True) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int, got {value!r}")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+class ContextConfigError(UserError, ValueError):
+    """A lovia-context argument or configuration that cannot work (``.hint`` says what to
+    change). Also a ``ValueError``, so callers that caught that keep working."""
+
+
+def check_count(name: str, value: object, *, minimum: int = 0) -> int:
+    """Validate a token or size count: an int (never a bool) ``>= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ContextConfigError(
+            f"{name} must be an int >= {minimum}, got {value!r}",
+            hint=f"pass {name} as a whole number of at least {minimum}",
+        )
     return value
 
 
@@ -58,7 +71,7 @@ class TokenCounter:
     ``TokenEstimator``; its per-entry answers are used (and memoised) instead of the
     heuristic, falling back to the heuristic for good if it raises.
 
-    Raises ``ValueError`` for a negative or non-int cost.
+    Raises ``ContextConfigError`` (a ``ValueError``) for a negative or non-int cost.
     """
 
     def __init__(
@@ -68,9 +81,9 @@ class TokenCounter:
         file_tokens: int | None = None,
         estimator: TokenEstimator | None = None,
     ) -> None:
-        self.image_tokens = _check_count("image_tokens", image_tokens)
+        self.image_tokens = check_count("image_tokens", image_tokens)
         self.file_tokens = (
-            self.image_tokens if file_tokens is None else _check_count("file_tokens", file_tokens)
+            self.image_tokens if file_tokens is None else check_count("file_tokens", file_tokens)
         )
         self._estimator = estimator
         self._memo: OrderedDict[int, tuple[TranscriptEntry, int]] = OrderedDict()
@@ -182,39 +195,71 @@ def resolve_watermark(value: float | int, usable: int) -> int:
     return min(int(value), usable)
 
 
-def check_watermark(name: str, value: object) -> float | int:
-    """Validate a watermark: a float in (0, 1] or a positive int (never a bool)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{name} must be a fraction (float) or tokens (int), got {value!r}")
-    if isinstance(value, float) and not 0.0 < value <= 1.0:
-        raise ValueError(f"{name} as a fraction must be in (0, 1], got {value!r}")
-    if isinstance(value, int) and value <= 0:
-        raise ValueError(f"{name} in tokens must be > 0, got {value!r}")
+def check_reserve(reserve: object, window: int | None) -> int:
+    """Validate ``reserve_output_tokens`` against a known ``window``: a reserve that
+    leaves no room for the prompt cannot work."""
+    value = check_count("reserve_output_tokens", reserve)
+    if window is not None and value >= window:
+        raise ContextConfigError(
+            f"reserve_output_tokens={value} leaves nothing of the {window}-token context window",
+            hint=(
+                "lower reserve_output_tokens, or leave it None to reserve "
+                "min(16_384, window // 4) for the reply"
+            ),
+        )
     return value
 
 
-class TokenBudget:
-    """The watermark math for one window.
+def check_watermark(name: str, value: object) -> float | int:
+    """Validate a watermark: a float in (0, 1] or a positive int (never a bool)."""
+    hint = f"{name} is a fraction of the usable window (e.g. 0.85) or a token count (e.g. 150_000)"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ContextConfigError(
+            f"{name} must be a fraction (float) or tokens (int), got {value!r}", hint=hint
+        )
+    if isinstance(value, float) and not 0.0 < value <= 1.0:
+        raise ContextConfigError(
+            f"{name} as a fraction must be in (0, 1], got {value!r}", hint=hint
+        )
+    if isinstance(value, int) and value <= 0:
+        raise ContextConfigError(f"{name} in tokens must be > 0, got {value!r}", hint=hint)
+    return value
 
-    ``usable`` = ``window - reserve_output_tokens`` (half the window when the reserve does
-    not leave room). ``trigger_tokens`` is where compaction starts (``compact_at``),
-    ``target_tokens`` where a burst stops (``compact_to``, kept below the trigger even when
-    mixed fraction/absolute watermarks cross), ``tail_tokens`` the protected tail
-    (``keep_recent_tokens``, ``None`` = usable // 5).
+
+def default_reserve(window: int) -> int:
+    """The reply reserve when ``reserve_output_tokens`` is ``None``: a quarter of the
+    window, at most 16,384 tokens (a 4k window keeps 1,024; 64k and up keep 16,384)."""
+    return min(_RESERVE_MAX, window // 4)
+
+
+class TokenBudget:
+    """The watermark math for one window, in the provider's (calibrated) tokens.
+
+    ``usable`` = ``window - reserve_output_tokens`` (``None`` = ``default_reserve``; a
+    reserve that leaves nothing raises ``ContextConfigError``). ``trigger_tokens`` is where
+    compaction starts (``compact_at``), ``target_tokens`` where a burst stops
+    (``compact_to``, kept below the trigger even when mixed fraction/absolute watermarks
+    cross), ``tail_tokens`` the protected tail (``keep_recent_tokens``; ``None`` =
+    usable // 5; an explicit value is capped at three quarters of usable, so the verbatim
+    tail alone never fills the room a small window has for the prompt).
     """
 
     def __init__(
         self,
         window: int,
         *,
-        reserve_output_tokens: int = 16_384,
+        reserve_output_tokens: int | None = None,
         compact_at: float | int = 0.85,
         compact_to: float | int = 0.60,
         keep_recent_tokens: int | None = None,
     ) -> None:
-        self.window = _check_count("window", window, allow_zero=False)
-        reserve = _check_count("reserve_output_tokens", reserve_output_tokens)
-        self.usable = window - reserve if reserve < window else window // 2
+        self.window = check_count("window", window, minimum=1)
+        if reserve_output_tokens is None:
+            reserve = default_reserve(window)
+        else:
+            reserve = check_reserve(reserve_output_tokens, window)
+        self.reserve = reserve
+        self.usable = window - reserve
         self.trigger_tokens = max(
             1, resolve_watermark(check_watermark("compact_at", compact_at), self.usable)
         )
@@ -223,7 +268,8 @@ class TokenBudget:
         if keep_recent_tokens is None:
             self.tail_tokens = self.usable // 5
         else:
-            self.tail_tokens = _check_count("keep_recent_tokens", keep_recent_tokens)
+            keep = check_count("keep_recent_tokens", keep_recent_tokens)
+            self.tail_tokens = min(keep, self.usable * 3 // 4)
 
     def pressure(self, tokens: int) -> float:
         """``tokens`` as a fraction of the trigger (>= 1.0 means compact)."""
@@ -233,6 +279,7 @@ class TokenBudget:
         """The reactive budget: tail to 10% and target to 25% of usable."""
         out = TokenBudget.__new__(TokenBudget)
         out.window = self.window
+        out.reserve = self.reserve
         out.usable = self.usable
         out.trigger_tokens = 1
         out.target_tokens = max(1, self.usable // 4)

@@ -361,7 +361,7 @@ class RunLoop(Generic[T]):
 
             agent = self.ctx.agent = agent_to_resume(self.agent, snapshot)
         active = await self._activate(agent)
-        history, scratch = await self._load_session()
+        history, scratch, carried_input = await self._load_session()
         transcript = self.transcript
         transcript.extend(history)
         if snapshot is None:
@@ -374,6 +374,7 @@ class RunLoop(Generic[T]):
             active=active, transcript=transcript, usage=self.usage, run_start=len(history)
         )
         state.context_scratch = scratch
+        state.last_input_tokens = carried_input  # the policy's first calibration sample
         state.activations[id(agent)] = active
         if snapshot is not None:
             from .resume import restore_head
@@ -617,20 +618,25 @@ class RunLoop(Generic[T]):
 
     # -- persistence seams ------------------------------------------------------------
 
-    async def _load_session(self) -> tuple[list[TranscriptEntry], dict[str, Any]]:
+    async def _load_session(self) -> tuple[list[TranscriptEntry], dict[str, Any], int | None]:
+        """History, the carried context scratch and the previous run's last prompt size."""
         if self.session is None:
-            return [], {}
+            return [], {}, None
         assert self.session_id is not None
         segments = self._segments
         if segments is None:
             segments = await self.session.segments(self.session_id)
         history = [entry for segment in segments for entry in segment.entries]
         scratch: dict[str, Any] = {}
+        last_input: int | None = None
         if segments:
             carried = segments[-1].meta.get("context")
             if isinstance(carried, dict):
                 scratch = dict(carried)
-        return history, scratch
+            tokens = segments[-1].meta.get("last_input_tokens")
+            if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
+                last_input = tokens
+        return history, scratch, last_input
 
     async def _save_progress(self) -> None:
         """After each model output and each tool result: the checkpoint save."""
@@ -648,6 +654,9 @@ class RunLoop(Generic[T]):
         if self.session is not None:
             assert self.session_id is not None
             meta: dict[str, Any] = {"context": state.context_scratch}
+            if state.last_input_tokens is not None:
+                # The next run's policy pairs it with the view estimate in the scratch.
+                meta["last_input_tokens"] = state.last_input_tokens
             if state.notices:
                 meta["notices"] = list(state.notices)
             await self.session.append(

@@ -1,8 +1,10 @@
 """``recall_tool_result``: gives the model back a tool output the context policy compacted.
 
 The view may replace a result with a marker; the transcript never loses it. Recall reads
-the result store first (keyed by content digest, the reference an offload marker shows),
-then the run's transcript (``ctx.entries``) by ``call_id``, then by digest. It never
+the result store first (keyed by content digest, the reference an offload marker shows;
+a ``call_id`` is turned into the digest its result was archived under when the policy
+can say, so a call id still finds the full output after the stored transcript was
+trimmed), then the run's transcript (``ctx.entries``) by ``call_id``, then by digest. It never
 re-runs a tool, so a tool with side effects is never repeated. Every miss or store failure
 ends in a readable message, never an exception.
 """
@@ -20,7 +22,13 @@ from .base import Tool
 if TYPE_CHECKING:
     from ..run_context import RunContext
 
-__all__ = ["RECALL_TOOL_NAME", "RecallStore", "make_recall_tool", "result_digest"]
+__all__ = [
+    "ArchivedDigest",
+    "RECALL_TOOL_NAME",
+    "RecallStore",
+    "make_recall_tool",
+    "result_digest",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -38,10 +46,20 @@ def result_digest(output: str) -> str:
     return hashlib.sha256(output.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def make_recall_tool(store: RecallStore | None = None) -> Tool:
+class ArchivedDigest(Protocol):
+    """``(call_id, ctx) -> digest``: where a policy archived that call's output, if it did."""
+
+    def __call__(self, call_id: str, ctx: RunContext[Any], /) -> str | None: ...
+
+
+def make_recall_tool(
+    store: RecallStore | None = None, *, archived: ArchivedDigest | None = None
+) -> Tool:
     """Build the ``recall_tool_result(ref)`` tool over ``store`` (``None``: transcript only).
 
-    ``ref`` is what a marker names: a ``call_id`` or a content digest.
+    ``ref`` is what a marker names: a ``call_id`` or a content digest. ``archived`` maps a
+    ``call_id`` to the digest the policy archived its output under (``Compaction`` passes
+    its offload records), so recall by call id reads the full output from ``store``.
     """
 
     async def invoke(args: dict[str, Any], ctx: RunContext[Any]) -> str:
@@ -50,11 +68,10 @@ def make_recall_tool(store: RecallStore | None = None) -> Tool:
             return "recall_tool_result needs ref: the call id or reference a marker names."
         ref = ref.strip()
         if store is not None:
-            try:
-                found = await asyncio.to_thread(store.get, ref)
-            except Exception:  # noqa: BLE001 - fail-open boundary: fall back to the transcript
-                _log.warning("result store get failed for %r", ref, exc_info=True)
-                found = None
+            found = await _read(store, ref)
+            digest = archived(ref, ctx) if found is None and archived is not None else None
+            if digest is not None and digest != ref:
+                found = await _read(store, digest)
             if found is not None:
                 return found
         return _from_transcript(ref, ctx)
@@ -79,6 +96,14 @@ def make_recall_tool(store: RecallStore | None = None) -> Tool:
         },
         invoke=invoke,
     )
+
+
+async def _read(store: RecallStore, key: str) -> str | None:
+    try:
+        return await asyncio.to_thread(store.get, key)
+    except Exception:  # noqa: BLE001 - fail-open boundary: fall back to the transcript
+        _log.warning("result store get failed for %r", key, exc_info=True)
+        return None
 
 
 def _from_transcript(ref: str, ctx: RunContext[Any]) -> str:
