@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from .policy import Decision, WorkspacePolicy
+from .policy import NOT_SECRET_SUFFIXES, Decision, WorkspacePolicy
 
 __all__: list[str] = []
 
@@ -66,6 +66,19 @@ def workspace_instructions(
         )
     if policy.denied_paths:
         lines.append("Always denied: " + ", ".join(policy.denied_paths) + ".")
+    if policy.secret_paths:
+        allowed = ""
+        if policy.allow_secrets:
+            allowed = " The user allowed these secrets: " + ", ".join(policy.allow_secrets) + "."
+        lines.append(
+            "Secret files are denied for reads and writes, and so is any command naming them "
+            "or searching a directory that holds them: "
+            + ", ".join(policy.secret_paths)
+            + ". Templates and public keys ("
+            + ", ".join(f"*{s}" for s in NOT_SECRET_SUFFIXES)
+            + ") are not secrets. Never try to get around this; ask the user for the values "
+            "you need." + allowed
+        )
     if policy.allow_shell:
         lines += _shell_lines(root, policy, sandbox=sandbox, shell_timeout=shell_timeout)
     else:

@@ -13,7 +13,7 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ._files import is_binary, read_prefix
 from .errors import WorkspaceError
@@ -197,3 +197,36 @@ def grep(
     return GrepResult(
         pattern=regex.pattern, matches=tuple(matches), skipped=skipped, note=budget.note()
     )
+
+
+def tree_verdict(session: LocalWorkspaceSession, base: Path) -> Literal["allow", "ask", "deny"]:
+    """How a command reading every file under the directory ``base`` is judged: ``deny``
+    when a denied entry (a secret, ``denied_paths``) lies beneath, ``ask`` when the tree
+    is too big to check (``MAX_WALK_ENTRIES``), else ``allow``.
+
+    Breadth first, so a secret near the top (a root ``.env``) is found at once. Symlinks
+    are judged by their targets (``grep -R`` and ``tar -h`` follow them) but never
+    entered.
+    """
+    queue, seen = [base], 0
+    while queue:
+        current = queue.pop(0)
+        try:
+            with os.scandir(current) as it:
+                items = list(it)
+        except OSError:
+            continue
+        for item in items:
+            seen += 1
+            if seen > MAX_WALK_ENTRIES:
+                return "ask"
+            full = Path(item.path)
+            if item.is_symlink():
+                resolved = session.resolve(full)
+            else:
+                resolved = ResolvedPath(full, relative_to_root(full, session.root))
+            if session._judge(resolved, "read") == "deny":
+                return "deny"
+            if item.is_dir(follow_symlinks=False):
+                queue.append(full)
+    return "allow"

@@ -13,11 +13,18 @@ redirections, heredocs, ``$(...)`` and backticks) without running anything, and 
   like paths (``.env``, ``notes``, ``.e*``); the session judges those that exist relative
   to the command's cwd or a ``cd`` target (``cd_targets``; globs expanded), so ``cat .env``
   and ``cd /etc && cat shadow`` are caught without treating every word as a path.
+- ``recursive_reads``: the operands of commands that read whole directory trees
+  (``grep -r``, ``rg``, ``git grep``, ``tar``, ``cp -r``, ``find -exec``...), with ``.``
+  for a search that defaults to its cwd; the session denies them when a denied file lies
+  beneath, since the tree's contents never appear in the command text.
 - ``claims``: the paths the command names. Redirect targets are writes; input redirects
   and path-looking arguments (``/x``, ``~/x``, ``./x``, ``a/b``, ``..``, and the value of
   ``KEY=value`` or ``--flag=value``) are reads. Skipped: fd dups, pseudo-devices such as
   ``/dev/null``, bare words, URLs, flags, heredoc text and words whose value is only known
-  at run time (``$VAR``; ``$HOME`` is read as ``~``).
+  at run time (``$VAR``). ``$HOME`` / ``${HOME}`` at the start of a word (or of a
+  ``KEY=`` / ``--flag=`` value) read as ``~``, ``$PWD`` and ``$OLDPWD`` as ``.``: the
+  session anchors ``.`` at the cwd and at every ``cd`` target, which are the only values
+  those variables can hold during the command.
 
 The guard is advisory and one-sided: the session merges its verdicts with the static rules,
 most restrictive wins, so a missed claim falls back to the rules and a false claim can only
@@ -54,6 +61,8 @@ class ParsedCommand:
     bare_words: tuple[str, ...] = ()
     cd_targets: tuple[str, ...] = ()
     """Where ``cd``/``pushd`` segments move: later relative words may be anchored there."""
+    recursive_reads: tuple[str, ...] = ()
+    """Operands (``.`` for the cwd) that a tree-reading command reads recursively."""
 
 
 @dataclass(slots=True)
@@ -80,7 +89,8 @@ _PSEUDO_DEVICES = frozenset(
      "/dev/random", "/dev/urandom", "/dev/full"}
 )  # fmt: skip
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_HOME = re.compile(r"\$(HOME\b|\{HOME\})")
+# Variables whose value the session knows (see the module docstring): HOME -> ~, else .
+_KNOWN_VAR = re.compile(r"\$(?:\{(HOME|PWD|OLDPWD)\}|(HOME|PWD|OLDPWD)\b)")
 
 
 _MAX_NESTING = 32  # substitutions and ``sh -c`` payloads inside each other
@@ -130,6 +140,7 @@ def _parse(command: str, depth: int) -> ParsedCommand:
     segments, claims, bare = _walk(tokens)
     bodies += [body for words in segments if (body := _payload(words)) is not None]
     moves = [where for words in segments if (where := _cd_target(words)) is not None]
+    trees = [word for words in segments for word in _tree_operands(words)]
     complete = True
     for body in bodies:
         inner = _parse(body, depth + 1)
@@ -137,8 +148,59 @@ def _parse(command: str, depth: int) -> ParsedCommand:
         claims += inner.claims
         bare += inner.bare_words
         moves += inner.cd_targets
+        trees += inner.recursive_reads
         complete = complete and inner.complete
-    return ParsedCommand(tuple(segments), tuple(claims), complete, tuple(bare), tuple(moves))
+    return ParsedCommand(
+        tuple(segments), tuple(claims), complete, tuple(bare), tuple(moves), tuple(trees)
+    )
+
+
+# Commands that read the contents of every file under their directory operands.
+_TREE_READERS = frozenset({"rg", "ag", "ack", "tar", "rsync", "zip", "7z", "bsdtar"})
+_GREPS = frozenset({"grep", "egrep", "fgrep", "zgrep", "rgrep"})
+_RECURSIVE_FLAG_COMMANDS = frozenset({"cp", "scp", "diff"})  # tree readers with -r/-R/-a
+_PATTERN_FIRST = frozenset({"rg", "ag", "ack", "git"}) | _GREPS  # search the cwd by default
+_FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+
+
+def _tree_operands(words: tuple[str, ...]) -> list[str]:
+    """The words a tree-reading segment reads recursively (``.`` when it searches its cwd)."""
+    core = unwrapped(words)
+    if not core:
+        return []
+    name, args = core[0], list(core[1:])
+    if name == "git":
+        i = 0
+        while i < len(args) and args[i].startswith("-"):
+            i += 2 if args[i] in ("-C", "-c") else 1  # global options before the subcommand
+        if args[i : i + 1] != ["grep"]:
+            return []
+        args = args[i + 1 :]
+    flags = [w for w in args if w.startswith("-")]
+    operands = [w for w in args if not w.startswith("-")]
+    if name in _GREPS:
+        short = "".join(f[1:] for f in flags if not f.startswith("--"))
+        recursive = "r" in short or "R" in short or name == "rgrep"
+        recursive = recursive or any(
+            f.startswith(("--recursive", "--dereference-recursive", "--directories=recurse"))
+            for f in flags
+        )
+        if not recursive:
+            return []
+    elif name in _RECURSIVE_FLAG_COMMANDS:
+        short = "".join(f[1:] for f in flags if not f.startswith("--"))
+        if not (set(short) & set("rRa") or {"--recursive", "--archive"} & set(flags)):
+            return []
+    elif name == "find":
+        if not _FIND_EXEC & set(args):
+            return []
+        starts = args[: next(i for i, w in enumerate(args) if w.startswith("-"))]
+        return starts or ["."]
+    elif name not in _TREE_READERS and name != "git":
+        return []
+    if name in _PATTERN_FIRST and len(operands) <= 1:
+        operands.append(".")  # no path operand: the search reads its cwd
+    return operands
 
 
 def _cd_target(words: tuple[str, ...]) -> str | None:
@@ -398,14 +460,22 @@ class _Lexer:
             self.add("$(…)", dynamic=True)
             self.i = close + 1
             return True
-        home = _HOME.match(s, self.i)
-        if home is not None and self.word is None:
-            self.add("~")
-            self.i = home.end()
+        known = _KNOWN_VAR.match(s, self.i)
+        if known is not None and self.at_value_start():
+            self.add("~" if "HOME" in known.group(0) else ".")
+            self.i = known.end()
             return True
         self.add("$", dynamic=True)
         self.i += 1
         return True
+
+    def at_value_start(self) -> bool:
+        """Whether nothing but quotes (or a ``KEY=`` / ``--flag=`` prefix) precedes here in
+        the current word: where the shell's value of a variable starts a path."""
+        if self.word is None:
+            return True
+        text = "".join(self.word)
+        return not self.dynamic and (text == "" or text.endswith("="))
 
     def redirection(self) -> None:
         s = self.s

@@ -8,8 +8,10 @@ tools via ``ctx.workspace``, library code), resolves its path(s) here and is jud
 has been approved and passes. Commands are judged on their static rules merged, most
 restrictive first, with the path claims of the command guard (anchored at the command's
 cwd and at any ``cd`` target; the cwd is itself judged as a read; globs are judged by what
-they expand to; a bare word that names a ``denied_paths`` entry is denied even before the
-file exists). Per-process ``/proc`` paths are always refused.
+they expand to; a command reading a directory tree, ``grep -r`` or ``rg``, is denied when
+a denied entry lies beneath; a bare word that names a ``denied_paths`` entry or a secret
+file is denied even before the file exists). Per-process ``/proc`` paths are always
+refused.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ._files import decode_text, read_prefix, write_atomic
 from .command_guard import parse_command
 from .errors import FileTooLargeError, PermissionDeniedError, WorkspaceClosedError, WorkspaceError
 from .paths import ResolvedPath, is_proc_magic, relative_to_root, resolve_path
-from .policy import Decision, FileOp, WorkspacePolicy, most_restrictive, pattern_matches
+from .policy import Decision, FileOp, WorkspacePolicy, most_restrictive
 from .protocol import SandboxLauncher, ShellExecutor
 from .results import (
     CommandResult,
@@ -152,6 +154,12 @@ class LocalWorkspaceSession:
                 verdicts.append(self._judge(self.resolve(claim.path, base=base), claim.op))
                 for match in _glob(claim.path, base):
                     verdicts.append(self._judge(self.resolve(match), claim.op))
+        for word in parsed.recursive_reads:
+            anchors = bases if not os.path.isabs(os.path.expanduser(word)) else bases[:1]
+            for base in anchors:
+                tree = self.resolve(word, base=base).path
+                if tree.is_dir():
+                    verdicts.append(_listing.tree_verdict(self, tree))
         for word in parsed.bare_words:
             for base in bases:
                 candidate = base / word
@@ -164,14 +172,14 @@ class LocalWorkspaceSession:
         return most_restrictive(*verdicts)
 
     def _hard_denied(self, missing: Path) -> bool:
-        """Whether a path that does not exist yet would be a ``denied_paths`` entry.
+        """Whether a path that does not exist yet would be a ``denied_paths`` entry or a
+        secret file.
 
         A bare word is one component under a resolved base, so the lexical path is where
         it would land (nothing to follow).
         """
         path = Path(os.path.normpath(missing))
-        rel = relative_to_root(path, self.root)
-        return any(pattern_matches(p, rel, path) for p in self.policy.denied_paths)
+        return self.policy.hard_denied(relative_to_root(path, self.root), path)
 
     def _check_open(self) -> None:
         if self._closed:
