@@ -57,9 +57,7 @@ def root(tmp_path: Path) -> Path:
     return path
 
 
-async def open_session(
-    root: Path, mode: WorkspaceMode, **knobs: object
-) -> LocalWorkspaceSession:
+async def open_session(root: Path, mode: WorkspaceMode, **knobs: object) -> LocalWorkspaceSession:
     return await Workspace.local(root, mode=mode, **knobs).open()  # type: ignore[arg-type]
 
 
