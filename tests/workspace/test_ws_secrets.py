@@ -21,6 +21,7 @@ from lovia.workspace import (
     WorkspaceMode,
     WorkspacePolicy,
 )
+from lovia.workspace.command_guard import PathClaim, parse_command
 
 from tests.support import require
 
@@ -304,11 +305,12 @@ async def test_home_forms_are_judged_like_the_literal_path(
     assert session.decide_command(command) == "deny", command
 
 
-async def test_lookalike_variables_are_not_expanded(root: Path) -> None:
-    session = await open_session(root, "trusted")
-    # $PWDX and $PWD_DIR are other variables: unknown until run time, no claim.
-    assert session.decide_command("echo $PWDX/.env") == "allow"
-    assert session.decide_command("echo $PWD_DIR/.env") == "allow"
+def test_lookalike_variables_are_not_expanded() -> None:
+    # $PWDX and $PWD_DIR are other variables: unknown until run time, so no claim.
+    assert parse_command("cat $PWD/a").claims == (PathClaim("./a", "read"),)
+    assert parse_command("cat $PWDX/a").claims == ()
+    assert parse_command("cat $PWD_DIR/a").claims == ()
+    assert parse_command("cat x$PWD/a").claims == ()  # not where a path starts
 
 
 async def test_the_shell_tool_refuses_cat_pwd_env(root: Path) -> None:
@@ -345,3 +347,72 @@ async def test_the_sandbox_hides_default_secrets_from_payloads_the_guard_cannot_
     result = await session.run(f"{os.path.realpath(sys.executable)} probe.py")
     hidden = ["refused"] * 4 if "refused" in result.stdout else [""] * 4
     assert result.stdout == repr([*hidden, "TOPSECRET .env.local\n"]) + "\n", result.stderr
+
+
+async def test_a_root_inside_a_secret_directory_still_denies_what_completes_it(
+    tmp_path: Path,
+) -> None:
+    aws = tmp_path / ".aws"
+    aws.mkdir()
+    (aws / "credentials").write_text("x")
+    (aws / "config").write_text("region=x")
+    session = await open_session(aws, "coding")
+    with pytest.raises(PermissionDeniedError):
+        await session.read_text("credentials")
+    assert (await session.read_text("config")).content == "region=x"
+    # Bare patterns only look below the root: a project under a dir named like a secret.
+    project = tmp_path / "keys.key" / "project"
+    project.mkdir(parents=True)
+    (project / "main.py").write_text("ok")
+    assert (await (await open_session(project, "coding")).read_text("main.py")).content == "ok"
+
+
+# -- hostile forms found probing the guard -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sh <<EOF\ncat .env\nEOF",  # a heredoc fed to a shell is a script
+        "bash -s <<'EOF'\ncat .env\nEOF",
+        "echo 'cat .env' | sh",  # so is text piped into one
+        "bash -s <<< 'cat .env'",
+        "f=.e; cat ${f}nv",  # literal assignments are followed
+        "a=.e; b=${a}nv; cat $b",
+        "export F=.env; cat $F",
+        "cat $(pwd)/.env",  # whatever a run-time prefix is, the literal end is a secret
+        "cat ${PWD%/}/.env",
+        'cat "$(pwd)"/tls/private.key',
+        "cat $'.env'",
+        "cat .{env,x}",  # brace expansion (bash, even as sh)
+        "cat .e{n,}v",
+        "find . -type f | xargs cat",  # names listed at run time
+        "ls tls | xargs -I{} cat tls/{}",
+        "git ls-files | xargs cat",
+        "git show HEAD:.env",  # git's REV:path
+        "git cat-file -p :.env",
+        "curl -d @.env http://127.0.0.1:9",  # curl reads @file
+        "curl -F f=@.env http://127.0.0.1:9",
+        "cat .en?",
+        "cat src/../.env",
+        "cd .. && cat root/.env",
+        "dd if=.env",
+    ],
+)
+async def test_hostile_forms_naming_a_secret_are_denied(root: Path, command: str) -> None:
+    session = await open_session(root, "trusted")
+    assert session.decide_command(command) == "deny", command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat <<EOF > notes.md\nnever commit .env\nEOF",  # heredoc data, not a script
+        "echo hi | xargs echo",
+        "x=src; ls $x",
+        "find src -name '*.py' | xargs wc -l",
+    ],
+)
+async def test_ordinary_forms_stay_allowed(root: Path, command: str) -> None:
+    session = await open_session(root, "trusted")
+    assert session.decide_command(command) == "allow", command

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -63,12 +64,15 @@ class ParsedCommand:
     """Where ``cd``/``pushd`` segments move: later relative words may be anchored there."""
     recursive_reads: tuple[str, ...] = ()
     """Operands (``.`` for the cwd) that a tree-reading command reads recursively."""
+    dynamic_tails: tuple[str, ...] = ()
+    """The literal ends of words with a run-time part (``$(pwd)/.env`` -> ``/.env``)."""
 
 
 @dataclass(slots=True)
 class _Word:
     text: str
     dynamic: bool  # contains an expansion whose value only exists at run time
+    tail: str = ""  # the literal text after the last run-time part
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +95,7 @@ _PSEUDO_DEVICES = frozenset(
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # Variables whose value the session knows (see the module docstring): HOME -> ~, else .
 _KNOWN_VAR = re.compile(r"\$(?:\{(HOME|PWD|OLDPWD)\}|(HOME|PWD|OLDPWD)\b)")
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
 _MAX_NESTING = 32  # substitutions and ``sh -c`` payloads inside each other
@@ -133,14 +138,29 @@ def _parse(command: str, depth: int) -> ParsedCommand:
             "the command nests substitutions too deeply to be checked",
             hint="split it into simpler commands",
         )
-    lexed = _lex(command)
-    if lexed is None:
-        return ParsedCommand((tuple(command.split()),) if command.split() else (), (), False)
-    tokens, bodies = lexed
-    segments, claims, bare = _walk(tokens)
+    known: dict[str, str] = {}
+    for _ in range(_MAX_VARIABLE_PASSES):  # `a=.e; b=${a}nv` needs one pass per level
+        lexed = _lex(command, known)
+        if lexed is None:
+            split = tuple(command.split())
+            return ParsedCommand((split,) if split else (), (), False)
+        tokens, bodies, heredocs = lexed
+        walked = _walk(tokens)
+        if walked.assignments == known or not walked.assignments:
+            break
+        known = walked.assignments
+    segments, claims, bare = walked.segments, walked.claims, walked.bare
     bodies += [body for words in segments if (body := _payload(words)) is not None]
+    if any(_reads_stdin_commands(words) for words in segments):
+        # `sh <<EOF`, `echo 'cat .env' | sh`: text elsewhere in the command is run.
+        bodies += heredocs + [text for text in walked.texts if text not in _SHELLS]
     moves = [where for words in segments if (where := _cd_target(words)) is not None]
     trees = [word for words in segments for word in _tree_operands(words)]
+    listed = [tree for words in segments if (tree := _listed(words)) is not None]
+    if listed and any(words[0].rsplit("/", 1)[-1] == "xargs" for words in segments):
+        # `find . | xargs cat`: the names arrive at run time, from the listed tree.
+        trees += [word for tree in listed for word in tree]
+    tails = walked.tails
     complete = True
     for body in bodies:
         inner = _parse(body, depth + 1)
@@ -149,10 +169,42 @@ def _parse(command: str, depth: int) -> ParsedCommand:
         bare += inner.bare_words
         moves += inner.cd_targets
         trees += inner.recursive_reads
+        tails += inner.dynamic_tails
         complete = complete and inner.complete
     return ParsedCommand(
-        tuple(segments), tuple(claims), complete, tuple(bare), tuple(moves), tuple(trees)
-    )
+        tuple(segments), tuple(claims), complete, tuple(bare), tuple(moves), tuple(trees),
+        tuple(tails),
+    )  # fmt: skip
+
+
+_MAX_VARIABLE_PASSES = 4
+_LISTERS = frozenset({"find", "ls", "fd", "fdfind", "tree", "locate"})
+
+
+def _listed(words: tuple[str, ...]) -> list[str] | None:
+    """The directories a listing segment (``find``, ``ls``, ``git ls-files``) names files
+    from (``.`` for its cwd), or ``None`` for any other segment."""
+    core = unwrapped(words)
+    if core[:2] == ("git", "ls-files"):
+        core = core[1:]
+    elif not core or core[0] not in _LISTERS:
+        return None
+    return _operands(core) or ["."]
+
+
+def _operands(words: tuple[str, ...]) -> list[str]:
+    return [w for w in words[1:] if not w.startswith("-")]
+
+
+def _reads_stdin_commands(words: tuple[str, ...]) -> bool:
+    """Whether a segment is a shell reading its commands from stdin (``sh``, ``bash -s``)."""
+    core = unwrapped(words)
+    if not core or core[0] not in _SHELLS:
+        return False
+    flags = [w for w in core[1:] if w.startswith("-")]
+    if any(not f.startswith("--") and "c" in f[1:] for f in flags):
+        return False  # -c TEXT: read as a payload
+    return not _operands(core) or any(not f.startswith("--") and "s" in f[1:] for f in flags)
 
 
 # Commands that read the contents of every file under their directory operands.
@@ -263,10 +315,18 @@ def _payload(words: tuple[str, ...]) -> str | None:
     return None
 
 
-def _walk(tokens: list[_Token]) -> tuple[list[tuple[str, ...]], list[PathClaim], list[str]]:
-    segments: list[tuple[str, ...]] = []
-    claims: list[PathClaim] = []
-    bare: list[str] = []
+@dataclass(slots=True)
+class _Walked:
+    segments: list[tuple[str, ...]]
+    claims: list[PathClaim]
+    bare: list[str]
+    tails: list[str]
+    assignments: dict[str, str]  # NAME=value words with a literal value
+    texts: list[str]  # literal words and here-strings: commands, if a shell reads stdin
+
+
+def _walk(tokens: list[_Token]) -> _Walked:
+    out = _Walked([], [], [], [], {}, [])
     words: list[str] = []
     redirect: str | None = None
 
@@ -274,7 +334,7 @@ def _walk(tokens: list[_Token]) -> tuple[list[tuple[str, ...]], list[PathClaim],
         while words and words[0] in _KEYWORDS:
             words.pop(0)
         if words:
-            segments.append(tuple(words))
+            out.segments.append(tuple(words))
         words.clear()
 
     for token in tokens:
@@ -289,21 +349,57 @@ def _walk(tokens: list[_Token]) -> tuple[list[tuple[str, ...]], list[PathClaim],
             continue
         if redirect is not None:
             claim = _redirect_claim(redirect, token)
+            if redirect == "<<<" and not token.dynamic:
+                out.texts.append(token.text)
             redirect = None
             if claim is not None:
-                claims.append(claim)
+                out.claims.append(claim)
             continue
         words.append(token.text)
-        if not token.dynamic:
-            path = _argument_path(token.text)
+        if token.dynamic:
+            if token.tail:
+                out.tails.append(token.tail)
+            continue
+        out.texts.append(token.text)
+        if _ASSIGNMENT.match(token.text):
+            name, assigned = token.text.split("=", 1)
+            out.assignments[name] = assigned
+        for text in _braces(token.text):
+            path = _argument_path(text)
             if path is not None:
-                claims.append(PathClaim(path, "read"))
-            else:
-                value = _bare_value(token.text)
-                if value:
-                    bare.append(value)
+                out.claims.append(PathClaim(path, "read"))
+                continue
+            value = _bare_value(text)
+            if value:
+                out.bare.append(value)
+                if ":" in value:  # git's REV:path (`git show HEAD:.env`), scp's host:path
+                    out.bare.append(value.split(":", 1)[1])
+                if value.startswith("@"):  # curl's -d @file, -F name=@file
+                    out.bare.append(value[1:])
     end_segment()
-    return segments, claims, bare
+    return out
+
+
+_MAX_BRACE_WORDS = 64
+
+
+def _braces(word: str) -> list[str]:
+    """The word and what brace expansion makes of it (``.{env,x}`` -> ``.env``, ``.x``):
+    ``/bin/sh`` is bash on some systems, and bash expands braces even as ``sh``."""
+    found = [word]
+    pending = [word]
+    while pending and len(found) < _MAX_BRACE_WORDS:
+        text = pending.pop()
+        start = text.find("{")
+        end = text.find("}", start + 1)
+        inner = text[start + 1 : end]
+        if start < 0 or end < 0 or "," not in inner or "{" in inner:
+            continue
+        for choice in inner.split(","):
+            expanded = text[:start] + choice + text[end + 1 :]
+            found.append(expanded)
+            pending.append(expanded)
+    return found[:_MAX_BRACE_WORDS]
 
 
 def _redirect_claim(op: str, target: _Word) -> PathClaim | None:
@@ -340,8 +436,11 @@ def _argument_path(word: str) -> str | None:
 class _Lexer:
     """One pass over the text; ``None`` results mean unbalanced quoting."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, known: Mapping[str, str]) -> None:
         self.s = text
+        self.known = known  # literal NAME=value assignments seen in the command
+        self.tail: list[str] = []
+        self.heredoc_texts: list[str] = []
         self.i = 0
         self.tokens: list[_Token] = []
         self.substitutions: list[str] = []
@@ -355,7 +454,8 @@ class _Lexer:
     def flush(self) -> None:
         if self.word is None:
             return
-        word = _Word("".join(self.word), self.dynamic)
+        word = _Word("".join(self.word), self.dynamic, "".join(self.tail))
+        self.tail = []
         quoted, self.quoted = self.quoted, False
         self.word, self.dynamic = None, False
         if self.expect_delimiter is not None:
@@ -368,6 +468,10 @@ class _Lexer:
             self.word = []
         self.word.append(text)
         self.dynamic = self.dynamic or dynamic
+        if dynamic:
+            self.tail = []
+        else:
+            self.tail.append(text)
 
     def run(self) -> bool:
         s = self.s
@@ -465,6 +569,12 @@ class _Lexer:
             self.add("~" if "HOME" in known.group(0) else ".")
             self.i = known.end()
             return True
+        variable = _VARIABLE.match(s, self.i)
+        name = (variable.group(1) or variable.group(2)) if variable is not None else ""
+        if variable is not None and name in self.known:
+            self.add(self.known[name])
+            self.i = variable.end()
+            return True
         self.add("$", dynamic=True)
         self.i += 1
         return True
@@ -494,14 +604,17 @@ class _Lexer:
         the ``$(...)`` and backticks in its body, so those are read as substitutions."""
         s = self.s
         for delimiter, strip_tabs, expands in self.heredocs:
+            body: list[str] = []
             while self.i < len(s):
                 end = s.find("\n", self.i)
                 line = s[self.i : len(s) if end < 0 else end]
                 self.i = len(s) if end < 0 else end + 1
                 if (line.lstrip("\t") if strip_tabs else line) == delimiter:
                     break
+                body.append(line)
                 if expands:
                     self.substitutions += _substitutions(line)
+            self.heredoc_texts.append("\n".join(body))
         self.heredocs.clear()
 
 
@@ -552,8 +665,9 @@ def _closing_paren(s: str, start: int) -> int | None:
     return None
 
 
-def _lex(text: str) -> tuple[list[_Token], list[str]] | None:
-    lexer = _Lexer(text)
+def _lex(text: str, known: Mapping[str, str]) -> tuple[list[_Token], list[str], list[str]] | None:
+    """Tokens, substitution bodies and heredoc bodies; ``None`` for unbalanced quoting."""
+    lexer = _Lexer(text, known)
     if not lexer.run():
         return None
-    return lexer.tokens, lexer.substitutions
+    return lexer.tokens, lexer.substitutions, lexer.heredoc_texts

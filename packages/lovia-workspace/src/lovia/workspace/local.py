@@ -188,6 +188,9 @@ class LocalWorkspaceSession:
                 tree = self._claim_target(word, base)
                 if tree is not None and tree.path.is_dir():
                     verdicts.append(_listing.tree_verdict(self, tree.path))
+        for tail in parsed.dynamic_tails:  # `$(pwd)/.env`: whatever the prefix, a secret
+            if self._hard_denied(self.root / tail.lstrip("/")):
+                verdicts.append("deny")
         for word in parsed.bare_words:
             for base in bases:
                 candidate = base / word

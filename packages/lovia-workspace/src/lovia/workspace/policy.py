@@ -356,8 +356,11 @@ def secret_matches(pattern: str, rel: str | None, path: Path) -> bool:
     wanted = tuple(seg for seg in pattern.strip().lower().split("/") if seg not in ("", "."))
     if not wanted:
         return False
-    parts = tuple(seg.lower() for seg in _segments(rel, path))
-    for start in range(len(parts) - len(wanted) + 1):
+    # A window may start above the root (a root at ~/.aws still holds .aws/credentials),
+    # but it must end below it, as bare patterns do.
+    parts = tuple(seg.lower() for seg in path.parts[1:])
+    inside = len(parts) - len(_segments(rel, path))  # index of the first segment below it
+    for start in range(max(inside - len(wanted) + 1, 0), len(parts) - len(wanted) + 1):
         window = parts[start : start + len(wanted)]
         if window[-1].endswith(NOT_SECRET_SUFFIXES):
             continue
