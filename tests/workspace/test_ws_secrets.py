@@ -416,3 +416,19 @@ async def test_hostile_forms_naming_a_secret_are_denied(root: Path, command: str
 async def test_ordinary_forms_stay_allowed(root: Path, command: str) -> None:
     session = await open_session(root, "trusted")
     assert session.decide_command(command) == "allow", command
+
+
+async def test_a_tree_read_over_per_process_proc_is_denied(root: Path) -> None:
+    session = await open_session(root, "trusted")
+    assert session.decide_command("grep -r PATH /proc") == "deny"
+
+
+async def test_a_tree_too_big_to_check_asks(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lovia.workspace import _listing
+
+    monkeypatch.setattr(_listing, "MAX_TREE_CHECK_ENTRIES", 3)
+    session = await open_session(root, "trusted", allow_secrets=("*",))
+    (root / "src" / "b.py").write_text("")
+    (root / "src" / "c.py").write_text("")
+    (root / "src" / "d.py").write_text("")
+    assert session.decide_command("grep -r x src") == "ask"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ._files import is_binary, read_prefix
 from .errors import WorkspaceError
-from .paths import ResolvedPath, relative_to_root
+from .paths import ResolvedPath, is_proc_magic, relative_to_root
 from .results import DirEntry, DirListing, GrepMatch, GrepResult
 
 if TYPE_CHECKING:
@@ -199,16 +199,21 @@ def grep(
     )
 
 
+MAX_TREE_CHECK_ENTRIES = 50_000
+"""Entries the guard looks at below a recursively read directory: the check runs twice
+per command (approval predicate, session), so it is kept well under a second."""
+
+
 def tree_verdict(session: LocalWorkspaceSession, base: Path) -> Literal["allow", "ask", "deny"]:
     """How a command reading every file under the directory ``base`` is judged: ``deny``
     when a denied entry (a secret, ``denied_paths``) lies beneath, ``ask`` when the tree
-    is too big to check (``MAX_WALK_ENTRIES``), else ``allow``.
+    is too big to check (``MAX_TREE_CHECK_ENTRIES``), else ``allow``.
 
     Breadth first, so a secret near the top (a root ``.env``) is found at once. Symlinks
     are judged by their targets (``grep -R`` and ``tar -h`` follow them) but never
     entered.
     """
-    queue, seen = [base], 0
+    queue, seen, root, policy, rel = [base], 0, session.root, session.policy, relative_to_root
     while queue:
         current = queue.pop(0)
         try:
@@ -218,14 +223,13 @@ def tree_verdict(session: LocalWorkspaceSession, base: Path) -> Literal["allow",
             continue
         for item in items:
             seen += 1
-            if seen > MAX_WALK_ENTRIES:
+            if seen > MAX_TREE_CHECK_ENTRIES:
                 return "ask"
             full = Path(item.path)
             if item.is_symlink():
-                resolved = session.resolve(full)
-            else:
-                resolved = ResolvedPath(full, relative_to_root(full, session.root))
-            if session._judge(resolved, "read") == "deny":
+                if session._judge(session.resolve(full), "read") == "deny":
+                    return "deny"
+            elif is_proc_magic(full) or policy.decide_path(rel(full, root), full, "read") == "deny":
                 return "deny"
             if item.is_dir(follow_symlinks=False):
                 queue.append(full)

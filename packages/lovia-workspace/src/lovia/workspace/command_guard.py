@@ -6,17 +6,25 @@ redirections, heredocs, ``$(...)`` and backticks) without running anything, and 
 - ``segments``: the words of every simple command, split on ``&&``, ``||``, ``;``, ``|``,
   ``&``, newlines and parentheses (fd redirections such as ``2>&1`` never split), plus the
   segments found inside substitutions (an unquoted heredoc's too), ``sh -c '...'`` and
-  ``eval`` payloads. Command rules judge each one; ``unwrapped`` also sees through
+  ``eval`` payloads, and, when a shell reads its script from stdin (``sh <<EOF``,
+  ``echo '...' | sh``), the heredocs, here-strings and literal words of the command too.
+  Command rules judge each one; ``unwrapped`` also sees through
   wrappers (``env``, ``sudo``, ``xargs``, ``/usr/bin/git``) so a deny or ask rule cannot be
   dodged by one.
 - ``bare_words``: argument words (and ``KEY=`` / ``--flag=`` values) that do not look
   like paths (``.env``, ``notes``, ``.e*``); the session judges those that exist relative
   to the command's cwd or a ``cd`` target (``cd_targets``; globs expanded), so ``cat .env``
-  and ``cd /etc && cat shadow`` are caught without treating every word as a path.
+  and ``cd /etc && cat shadow`` are caught without treating every word as a path. The
+  part after a ``:`` (git's ``HEAD:.env``) and after a leading ``@`` (curl's ``-d @.env``)
+  counts too.
 - ``recursive_reads``: the operands of commands that read whole directory trees
-  (``grep -r``, ``rg``, ``git grep``, ``tar``, ``cp -r``, ``find -exec``...), with ``.``
-  for a search that defaults to its cwd; the session denies them when a denied file lies
-  beneath, since the tree's contents never appear in the command text.
+  (``grep -r``, ``rg``, ``git grep``, ``tar``, ``cp -r``, ``find -exec``, a listing piped
+  to ``xargs``...), with ``.`` for a search that defaults to its cwd; the session denies
+  them when a denied file lies beneath, since the tree's contents never appear in the
+  command text.
+- ``dynamic_tails``: the literal end of each word with a run-time part (``$(pwd)/.env``
+  -> ``/.env``); the session denies one that ends in a ``denied_paths`` entry or a secret,
+  whatever the prefix turns out to be.
 - ``claims``: the paths the command names. Redirect targets are writes; input redirects
   and path-looking arguments (``/x``, ``~/x``, ``./x``, ``a/b``, ``..``, and the value of
   ``KEY=value`` or ``--flag=value``) are reads. Skipped: fd dups, pseudo-devices such as
@@ -24,7 +32,10 @@ redirections, heredocs, ``$(...)`` and backticks) without running anything, and 
   at run time (``$VAR``). ``$HOME`` / ``${HOME}`` at the start of a word (or of a
   ``KEY=`` / ``--flag=`` value) read as ``~``, ``$PWD`` and ``$OLDPWD`` as ``.``: the
   session anchors ``.`` at the cwd and at every ``cd`` target, which are the only values
-  those variables can hold during the command.
+  those variables can hold during the command. A variable the command itself assigns a
+  literal value (``f=.env; cat $f``) expands to that value anywhere in a word. Each word
+  is also judged as brace expansion would expand it (``.{env,x}``): ``/bin/sh`` is bash
+  on some systems.
 
 The guard is advisory and one-sided: the session merges its verdicts with the static rules,
 most restrictive wins, so a missed claim falls back to the rules and a false claim can only

@@ -50,8 +50,14 @@ from .results import (
 __all__ = ["LocalWorkspaceSession"]
 
 _DENY_HINT = (
-    "the workspace policy forbids this; denied_paths and path rules beat grants. "
-    "Work with another path, or ask the user to change the workspace policy"
+    "the workspace policy forbids this; denied_paths, secret files and path rules beat "
+    "grants. Work with another path, or ask the user to change the workspace policy"
+)
+_COMMAND_DENY_HINT = (
+    "the workspace policy forbids this command, or a path it names, or a secret file "
+    "(such as .env) in a directory it reads recursively (grep -r, rg, tar, find | xargs). "
+    "Name the files or directories you need, or use grep_files / list_files, which skip "
+    "denied files"
 )
 
 
@@ -394,7 +400,7 @@ class LocalWorkspaceSession:
         if self.decide_command(command, cwd) == "deny":
             raise PermissionDeniedError(
                 f"the command {command[:200]!r} is denied by the workspace policy",
-                hint=_DENY_HINT,
+                hint=_COMMAND_DENY_HINT,
             )
         where = self.resolve(cwd).path
         if not where.is_dir():

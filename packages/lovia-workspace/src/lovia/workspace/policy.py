@@ -32,7 +32,9 @@ word-boundary prefix (else ``shell_default``) and keep the most restrictive verd
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
+import re
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -249,7 +251,7 @@ class WorkspacePolicy:
 
     def is_secret(self, rel: str | None, path: Path) -> bool:
         """Whether a resolved path is a secret file that ``allow_secrets`` does not allow."""
-        if not any(secret_matches(p, rel, path) for p in self.secret_paths):
+        if not secret_matches(self.secret_paths, rel, path):
             return False
         return not any(pattern_matches(p, rel, path) for p in self.allow_secrets)
 
@@ -350,23 +352,47 @@ def pattern_matches(pattern: str, rel: str | None, path: Path, *, fold_case: boo
     return any(fnmatch.fnmatchcase(seg, stripped) for seg in _segments(rel, path))
 
 
-def secret_matches(pattern: str, rel: str | None, path: Path) -> bool:
-    """Whether a secret ``pattern`` (segments, matched at any depth, any case) matches a
+def secret_matches(patterns: tuple[str, ...], rel: str | None, path: Path) -> bool:
+    """Whether any secret pattern (segments, matched at any depth, any case) matches a
     resolved path; a name ending in ``NOT_SECRET_SUFFIXES`` never does."""
-    wanted = tuple(seg for seg in pattern.strip().lower().split("/") if seg not in ("", "."))
-    if not wanted:
-        return False
-    # A window may start above the root (a root at ~/.aws still holds .aws/credentials),
-    # but it must end below it, as bare patterns do.
-    parts = tuple(seg.lower() for seg in path.parts[1:])
-    inside = len(parts) - len(_segments(rel, path))  # index of the first segment below it
-    for start in range(max(inside - len(wanted) + 1, 0), len(parts) - len(wanted) + 1):
-        window = parts[start : start + len(wanted)]
-        if window[-1].endswith(NOT_SECRET_SUFFIXES):
-            continue
-        if all(fnmatch.fnmatchcase(seg, glob) for seg, glob in zip(window, wanted, strict=True)):
-            return True
+    single, multi = _secret_matcher(patterns)
+    below = _segments(rel, path)
+    if single is not None:
+        for seg in below:
+            if single.fullmatch(seg) and not seg.lower().endswith(NOT_SECRET_SUFFIXES):
+                return True
+    # A multi-segment window must end below the root, as bare patterns do, but may start
+    # above it (a root at ~/.aws still holds .aws/credentials).
+    for wanted in multi:
+        for i, seg in enumerate(below):
+            if not wanted[-1].fullmatch(seg) or seg.lower().endswith(NOT_SECRET_SUFFIXES):
+                continue
+            parts = path.parts[1:]
+            end = len(parts) - len(below) + i  # where ``seg`` sits in the full path
+            start = end - len(wanted) + 1
+            if start >= 0 and all(
+                glob.fullmatch(part) for glob, part in zip(wanted, parts[start:end], strict=False)
+            ):
+                return True
     return False
+
+
+@functools.lru_cache(maxsize=32)
+def _secret_matcher(
+    patterns: tuple[str, ...],
+) -> tuple[re.Pattern[str] | None, tuple[tuple[re.Pattern[str], ...], ...]]:
+    """One case-insensitive regex for the one-segment patterns, and each multi-segment
+    pattern as a regex per segment: compiled once per pattern set, not per decision."""
+    single: list[str] = []
+    multi: list[tuple[re.Pattern[str], ...]] = []
+    for pattern in patterns:
+        segments = [seg for seg in pattern.strip().split("/") if seg not in ("", ".")]
+        if len(segments) == 1:
+            single.append(fnmatch.translate(segments[0]))
+        elif segments:
+            multi.append(tuple(re.compile(fnmatch.translate(seg), re.I) for seg in segments))
+    joined = re.compile("|".join(f"(?:{p})" for p in single), re.I) if single else None
+    return joined, tuple(multi)
 
 
 def _segments(rel: str | None, path: Path) -> tuple[str, ...]:
