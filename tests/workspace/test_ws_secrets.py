@@ -136,53 +136,51 @@ async def test_denied_paths_match_in_any_case(root: Path) -> None:
         await session.read_text("Private/notes.txt")
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        "grep -r TOPSECRET .",
-        "grep -rn TOPSECRET",
-        "grep -R TOPSECRET deep",
-        "grep --recursive TOPSECRET .",
-        "egrep -ri topsecret",
-        "rg TOPSECRET",
-        "rg TOPSECRET .",
-        "ag TOPSECRET",
-        "git grep TOPSECRET",
-        "git -C . grep TOPSECRET",
-        "tar czf /tmp/out.tgz .",
-        "cp -r . /tmp/copy",
-        "cp -a tls /tmp/copy",
-        "zip -r out.zip .",
-        "find . -type f -exec cat {} +",
-        "find deep -name '*' -exec cat {} ;",
-        "cd deep && grep -r TOPSECRET",
-        "sh -c 'grep -r TOPSECRET .'",
-    ],
-)
-async def test_commands_reading_a_tree_that_holds_a_secret_are_denied(
-    root: Path, command: str
-) -> None:
-    session = await open_session(root, "trusted")
-    assert session.decide_command(command) == "deny", command
-    with pytest.raises(PermissionDeniedError):
-        await session.run(command)
+TREE_READS_OVER_A_SECRET = [
+    "grep -r TOPSECRET .",
+    "grep -rn TOPSECRET",
+    "grep -R TOPSECRET deep",
+    "grep --recursive TOPSECRET .",
+    "egrep -ri topsecret",
+    "rg TOPSECRET",
+    "rg TOPSECRET .",
+    "ag TOPSECRET",
+    "git grep TOPSECRET",
+    "git -C . grep TOPSECRET",
+    "tar czf /tmp/out.tgz .",
+    "cp -r . /tmp/copy",
+    "cp -a tls /tmp/copy",
+    "zip -r out.zip .",
+    "find . -type f -exec cat {} +",
+    "find deep -name '*' -exec cat {} ;",
+    "cd deep && grep -r TOPSECRET",
+    "sh -c 'grep -r TOPSECRET .'",
+]
+NOT_REACHING_A_SECRET = [
+    "grep -r TOPSECRET src",
+    "rg TOPSECRET src",
+    "grep TOPSECRET src/app.py",
+    "ls -R .",
+    "cp -r src /tmp/x",
+    "cat <<EOF > notes.md\nnever commit .env\nEOF",  # heredoc data, not a script
+    "echo hi | xargs echo",
+    "x=src; ls $x",
+    "find src -name '*.py' | xargs wc -l",
+]
 
 
 @pytest.mark.parametrize(
-    "command",
-    [
-        "grep -r TOPSECRET src",
-        "rg TOPSECRET src",
-        "grep TOPSECRET src/app.py",
-        "ls -R .",
-        "cp -r src /tmp/x",
-    ],
+    ("command", "verdict"),
+    [(c, "deny") for c in TREE_READS_OVER_A_SECRET] + [(c, "allow") for c in NOT_REACHING_A_SECRET],
 )
-async def test_tree_reads_without_a_secret_beneath_are_judged_by_the_rules(
-    root: Path, command: str
+async def test_tree_reads_are_judged_by_what_lies_beneath(
+    root: Path, command: str, verdict: str
 ) -> None:
     session = await open_session(root, "trusted")
-    assert session.decide_command(command) == "allow", command
+    assert session.decide_command(command) == verdict, command
+    if verdict == "deny":
+        with pytest.raises(PermissionDeniedError):
+            await session.run(command)
 
 
 async def test_grep_through_the_shell_never_shows_a_secret(root: Path) -> None:
@@ -260,28 +258,6 @@ async def test_a_run_cannot_read_dot_env_in_coding_mode(root: Path) -> None:
 
 
 # -- shell variables in path claims (10.10) ------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "command",
-    [
-        'cat "$PWD/.env"',
-        "cat $PWD/.env",
-        "cat ${PWD}/.env",
-        'cat "${PWD}"/.env',
-        "cat $OLDPWD/.env",
-        "cd src && cat $OLDPWD/.env",
-        "cd src && cat $PWD/../.env",
-        "python tool.py --config=$PWD/.env",
-        "CONFIG=$PWD/.env make",
-        "echo x > $PWD/.env.local",
-    ],
-)
-async def test_pwd_and_oldpwd_in_claims_are_judged_like_the_literal_path(
-    root: Path, command: str
-) -> None:
-    session = await open_session(root, "trusted")
-    assert session.decide_command(command) == "deny", command
 
 
 async def test_pwd_is_anchored_at_the_commands_cwd(root: Path) -> None:
@@ -373,6 +349,16 @@ async def test_a_root_inside_a_secret_directory_still_denies_what_completes_it(
 @pytest.mark.parametrize(
     "command",
     [
+        'cat "$PWD/.env"',
+        "cat $PWD/.env",
+        "cat ${PWD}/.env",
+        'cat "${PWD}"/.env',
+        "cat $OLDPWD/.env",
+        "cd src && cat $OLDPWD/.env",
+        "cd src && cat $PWD/../.env",
+        "python tool.py --config=$PWD/.env",
+        "CONFIG=$PWD/.env make",
+        "echo x > $PWD/.env.local",
         "sh <<EOF\ncat .env\nEOF",  # a heredoc fed to a shell is a script
         "bash -s <<'EOF'\ncat .env\nEOF",
         "echo 'cat .env' | sh",  # so is text piped into one
@@ -399,23 +385,10 @@ async def test_a_root_inside_a_secret_directory_still_denies_what_completes_it(
         "dd if=.env",
     ],
 )
-async def test_hostile_forms_naming_a_secret_are_denied(root: Path, command: str) -> None:
+async def test_forms_naming_a_secret_are_denied(root: Path, command: str) -> None:
+    # $PWD / $OLDPWD / ${PWD} (10.10) and the forms found probing the guard.
     session = await open_session(root, "trusted")
     assert session.decide_command(command) == "deny", command
-
-
-@pytest.mark.parametrize(
-    "command",
-    [
-        "cat <<EOF > notes.md\nnever commit .env\nEOF",  # heredoc data, not a script
-        "echo hi | xargs echo",
-        "x=src; ls $x",
-        "find src -name '*.py' | xargs wc -l",
-    ],
-)
-async def test_ordinary_forms_stay_allowed(root: Path, command: str) -> None:
-    session = await open_session(root, "trusted")
-    assert session.decide_command(command) == "allow", command
 
 
 async def test_a_tree_read_over_per_process_proc_is_denied(root: Path) -> None:
