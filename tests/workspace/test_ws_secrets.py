@@ -370,6 +370,11 @@ async def test_a_root_inside_a_secret_directory_still_denies_what_completes_it(
         "cat ${PWD%/}/.env",
         'cat "$(pwd)"/tls/private.key',
         "cat $'.env'",
+        "cat .e${x}nv",  # an empty (unset) run-time part leaves a secret's name
+        "cat .e$()nv",
+        "cat .e$1nv",
+        "sh -c \"$(echo 'cat .env')\"",  # a script made at run time from literal text
+        'bash -c "`echo cat .env`"',
         "cat .{env,x}",  # brace expansion (bash, even as sh)
         "cat .e{n,}v",
         "find . -type f | xargs cat",  # names listed at run time

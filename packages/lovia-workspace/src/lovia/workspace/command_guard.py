@@ -7,7 +7,8 @@ redirections, heredocs, ``$(...)`` and backticks) without running anything, and 
   ``&``, newlines and parentheses (fd redirections such as ``2>&1`` never split), plus the
   segments found inside substitutions (an unquoted heredoc's too), ``sh -c '...'`` and
   ``eval`` payloads, and, when a shell reads its script from stdin (``sh <<EOF``,
-  ``echo '...' | sh``), the heredocs, here-strings and literal words of the command too.
+  ``echo '...' | sh``) or runs one made at run time (``sh -c "$(...)"``), the heredocs,
+  here-strings and literal words of the command too.
   Command rules judge each one; ``unwrapped`` also sees through
   wrappers (``env``, ``sudo``, ``xargs``, ``/usr/bin/git``) so a deny or ask rule cannot be
   dodged by one.
@@ -23,8 +24,8 @@ redirections, heredocs, ``$(...)`` and backticks) without running anything, and 
   them when a denied file lies beneath, since the tree's contents never appear in the
   command text.
 - ``dynamic_tails``: the literal end of each word with a run-time part (``$(pwd)/.env``
-  -> ``/.env``); the session denies one that ends in a ``denied_paths`` entry or a secret,
-  whatever the prefix turns out to be.
+  -> ``/.env``), and its literal parts alone (``.e${x}nv`` -> ``.env``, what an empty
+  value leaves); the session denies one that names a ``denied_paths`` entry or a secret.
 - ``claims``: the paths the command names. Redirect targets are writes; input redirects
   and path-looking arguments (``/x``, ``~/x``, ``./x``, ``a/b``, ``..``, and the value of
   ``KEY=value`` or ``--flag=value``) are reads. Skipped: fd dups, pseudo-devices such as
@@ -84,6 +85,7 @@ class _Word:
     text: str
     dynamic: bool  # contains an expansion whose value only exists at run time
     tail: str = ""  # the literal text after the last run-time part
+    static: str = ""  # the literal parts alone: the word if every run-time part is empty
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +145,9 @@ def parse_command(command: str) -> ParsedCommand:
     return _parse(command, 0)
 
 
-def _parse(command: str, depth: int) -> ParsedCommand:
+def _parse(command: str, depth: int, scripted: bool = False) -> ParsedCommand:
+    """``scripted``: the text is run by a shell whose script the guard cannot see whole
+    (``sh -c "$(...)"``), so its literal words are read as commands too."""
     if depth > _MAX_NESTING:
         raise WorkspaceError(
             "the command nests substitutions too deeply to be checked",
@@ -162,9 +166,11 @@ def _parse(command: str, depth: int) -> ParsedCommand:
         known = walked.assignments
     segments, claims, bare = walked.segments, walked.claims, walked.bare
     bodies += [body for words in segments if (body := _payload(words)) is not None]
-    if any(_reads_stdin_commands(words) for words in segments):
-        # `sh <<EOF`, `echo 'cat .env' | sh`: text elsewhere in the command is run.
-        bodies += heredocs + [text for text in walked.texts if text not in _SHELLS]
+    scripted = scripted or any(_runs_unseen_script(words) for words in segments)
+    if scripted:
+        # `sh <<EOF`, `echo 'cat .env' | sh`, `sh -c "$(echo ...)"`: text elsewhere in the
+        # command is run as a script.
+        bodies += heredocs + [text for text in walked.texts if _SCRIPT_LIKE.search(text)]
     moves = [where for words in segments if (where := _cd_target(words)) is not None]
     trees = [word for words in segments for word in _tree_operands(words)]
     listed = [tree for words in segments if (tree := _listed(words)) is not None]
@@ -174,7 +180,7 @@ def _parse(command: str, depth: int) -> ParsedCommand:
     tails = walked.tails
     complete = True
     for body in bodies:
-        inner = _parse(body, depth + 1)
+        inner = _parse(body, depth + 1, scripted)
         segments += inner.segments
         claims += inner.claims
         bare += inner.bare_words
@@ -189,6 +195,8 @@ def _parse(command: str, depth: int) -> ParsedCommand:
 
 
 _MAX_VARIABLE_PASSES = 4
+# A literal word that reads as a command line of its own; a lone word was judged already.
+_SCRIPT_LIKE = re.compile(r"[\s;&|<>()`$]")
 _LISTERS = frozenset({"find", "ls", "fd", "fdfind", "tree", "locate"})
 
 
@@ -207,8 +215,12 @@ def _operands(words: tuple[str, ...]) -> list[str]:
     return [w for w in words[1:] if not w.startswith("-")]
 
 
-def _reads_stdin_commands(words: tuple[str, ...]) -> bool:
-    """Whether a segment is a shell reading its commands from stdin (``sh``, ``bash -s``)."""
+def _runs_unseen_script(words: tuple[str, ...]) -> bool:
+    """Whether a segment is a shell reading its commands from stdin (``sh``, ``bash -s``),
+    or one (or ``eval``) running a script made at run time (``sh -c "$(...)"``)."""
+    payload = _payload(words)
+    if payload is not None:
+        return "$(…)" in payload or "`…`" in payload
     core = unwrapped(words)
     if not core or core[0] not in _SHELLS:
         return False
@@ -368,8 +380,9 @@ def _walk(tokens: list[_Token]) -> _Walked:
             continue
         words.append(token.text)
         if token.dynamic:
-            if token.tail:
-                out.tails.append(token.tail)
+            # `$(pwd)/.env` ends in a secret whatever the prefix; `.e${x}nv` is one when
+            # the run-time part is empty.
+            out.tails += [text for text in {token.tail, token.static} if text]
             continue
         out.texts.append(token.text)
         if _ASSIGNMENT.match(token.text):
@@ -451,6 +464,7 @@ class _Lexer:
         self.s = text
         self.known = known  # literal NAME=value assignments seen in the command
         self.tail: list[str] = []
+        self.static: list[str] = []
         self.heredoc_texts: list[str] = []
         self.i = 0
         self.tokens: list[_Token] = []
@@ -465,8 +479,8 @@ class _Lexer:
     def flush(self) -> None:
         if self.word is None:
             return
-        word = _Word("".join(self.word), self.dynamic, "".join(self.tail))
-        self.tail = []
+        word = _Word("".join(self.word), self.dynamic, "".join(self.tail), "".join(self.static))
+        self.tail, self.static = [], []
         quoted, self.quoted = self.quoted, False
         self.word, self.dynamic = None, False
         if self.expect_delimiter is not None:
@@ -483,6 +497,7 @@ class _Lexer:
             self.tail = []
         else:
             self.tail.append(text)
+            self.static.append(text)
 
     def run(self) -> bool:
         s = self.s
@@ -586,8 +601,16 @@ class _Lexer:
             self.add(self.known[name])
             self.i = variable.end()
             return True
-        self.add("$", dynamic=True)
-        self.i += 1
+        # A run-time value: the whole expansion is one dynamic part, so the literal text
+        # around it (the word's tail and static text) is exactly what the shell adds.
+        end = variable.end() if variable is not None else self.i + 1
+        if variable is None and s.startswith("${", self.i):
+            close = s.find("}", self.i + 2)
+            end = close + 1 if close > 0 else end
+        elif variable is None and s[self.i + 1 : self.i + 2] in tuple("@*#?$!-0123456789"):
+            end = self.i + 2
+        self.add(s[self.i : end], dynamic=True)
+        self.i = end
         return True
 
     def at_value_start(self) -> bool:
