@@ -237,8 +237,11 @@ def test_the_prompt_says_secrets_are_denied(root: Path) -> None:
     line = next(line for line in prompt.splitlines() if line.startswith("Secret files"))
     assert ".env" in line and "*.pem" in line and ".aws/credentials" in line
     assert "*.example" in line
+    assert "any command naming them" in line  # coding mode has a shell
     allowed = Workspace.local(root, allow_secrets=(".env",)).instructions()
     assert "The user allowed these secrets: .env." in allowed
+    readonly = Workspace.local(root, mode="readonly").instructions()
+    assert "Secret files are denied for reads and writes: .env," in readonly
 
 
 async def test_a_run_cannot_read_dot_env_in_coding_mode(root: Path) -> None:
