@@ -8,6 +8,10 @@ Run: ``uv run python benchmarks/bench_workspace.py``
 * ``decide_command``: one ``decide_command`` on a compound command with redirects (static
   rules + guard claims), with the parse cached (the approval predicate and the session
   judge the same command) and without.
+* ``tree read``: ``decide_command("grep -r TODO .")`` on a 10,000-file tree: the walk that
+  looks for a denied file beneath (all of it when there is none; it stops at a root
+  ``.env`` at once), and ``BubblewrapExecutor.launch_argv``'s scan for the default secret
+  files on the same tree.
 * ``read_file``: the ``read_file`` tool, invoked as the run loop does, on a 200-line file
   (gate, worker-thread read with the symlink re-check, decode, page, render).
 * ``run true``: the local shell vs ``BubblewrapExecutor`` for ``true``; the difference is
@@ -74,6 +78,8 @@ async def main() -> None:
 
     print(f"decide_command   {_per_call_us(cold, 2_000):8.1f} us (parse included)")
 
+    await _tree_reads()
+
     tool = next(t for t in workspace_tools(policy) if t.name == "read_file")
     agent: Any = None  # the workspace tools never look at the agent
     ctx: RunContext[None] = RunContext(
@@ -97,6 +103,39 @@ async def main() -> None:
     )
     boxed = await _median_ms(lambda: sandboxed.run("true"), 50)
     print(f"run true bwrap   {boxed:8.2f} ms (+{boxed - local:.2f} ms over the local shell)")
+    shutil.rmtree(root)
+
+
+def _median_sync_ms(fn: Callable[[], object], n: int) -> float:
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+async def _tree_reads() -> None:
+    root = Path(tempfile.mkdtemp(prefix="lovia-bench-tree-"))
+    for d in range(100):
+        sub = root / "pkg" / f"m{d}"
+        sub.mkdir(parents=True)
+        for f in range(100):
+            (sub / f"f{f}.py").write_text("x = 1\n")
+    session = LocalWorkspaceSession(root, policy=WorkspacePolicy.trusted())
+    command = "grep -r TODO ."
+    clean = _median_sync_ms(lambda: session.decide_command(command), 20)
+    print(f"tree read clean  {clean:8.2f} ms (10,000 files walked, nothing denied)")
+    (root / ".env").write_text("SECRET=1\n")
+    found = _median_sync_ms(lambda: session.decide_command(command), 20)
+    print(f"tree read .env   {found:8.2f} ms (a root .env: the walk stops at once)")
+    if shutil.which("bwrap") is not None:
+        bwrap = BubblewrapExecutor()
+        policy = WorkspacePolicy.trusted()
+        scan = _median_sync_ms(
+            lambda: bwrap.launch_argv("true", cwd=str(root), policy=policy, root=root), 20
+        )
+        print(f"bwrap argv scan  {scan:8.2f} ms (default secrets over the same tree)")
     shutil.rmtree(root)
 
 

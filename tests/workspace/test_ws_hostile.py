@@ -429,10 +429,12 @@ def test_a_tree_too_big_to_scan_refuses_rather_than_leave_a_denied_path_visible(
         (root / name).mkdir()
     monkeypatch.setattr(sandbox_module, "_MAX_SCAN_DIRS", 3)
     policy = WorkspacePolicy.trusted(denied_paths=(".env*",))
-    with pytest.raises(WorkspaceError, match="denied pattern"):
+    with pytest.raises(WorkspaceError, match="bare denied pattern"):
         bwrap.launch_argv("true", cwd=str(root), policy=policy, root=root)
+    with pytest.raises(WorkspaceError, match="secret pattern"):  # the default secrets, too
+        bwrap.launch_argv("true", cwd=str(root), policy=WorkspacePolicy.trusted(), root=root)
     # Workspace-relative and absolute patterns never need the scan.
-    ok = WorkspacePolicy.trusted(denied_paths=("./.env", str(root / "a")))
+    ok = WorkspacePolicy.trusted(denied_paths=("./.env", str(root / "a")), secret_paths=())
     argv = bwrap.launch_argv("true", cwd=str(root), policy=ok, root=root)
     assert ["--ro-bind", "/dev/null", str(root / ".env")] == argv[
         argv.index(str(root / ".env")) - 2 : argv.index(str(root / ".env")) + 1

@@ -139,9 +139,10 @@ async def test_parent_environment_secrets_cannot_be_read(
 ) -> None:
     monkeypatch.setenv("LOVIA_SANDBOX_SECRET", "hunter2")
     s = LocalWorkspaceSession(root, policy=WorkspacePolicy.trusted(), executor=bwrap)
-    # $e hides the /proc paths from the guard (which would deny them on the host's terms).
+    # $e, known only at run time, hides the /proc paths from the guard (which would deny
+    # them on the host's terms).
     result = await s.run(
-        "e=environ; env; cat /proc/1/$e; cat /proc/self/$e; cat /proc/$PPID/$e; "
+        "e=$(echo environ); env; cat /proc/1/$e; cat /proc/self/$e; cat /proc/$PPID/$e; "
         "echo; ls /proc | grep -c '^[0-9]'"
     )
     assert "hunter2" not in result.stdout + result.stderr

@@ -242,7 +242,9 @@ async def test_background_buffer_keeps_the_newest_and_announces_drops(root: Path
     await exited(s, "p1")
     out = await s.read_process_output("p1")
     assert out.output.endswith("999\n1000\n")
-    assert len(out.output) == 100 and out.dropped_chars > 0
+    notice = f"[... {out.dropped_chars} older characters were dropped unread ...]\n"
+    assert out.dropped_chars == len("".join(f"{n}\n" for n in range(1, 1001))) - 100
+    assert out.output.startswith(notice) and len(out.output) == len(notice) + 100
     await s.close()
 
 

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from .policy import Decision, WorkspacePolicy
+from .policy import NOT_SECRET_SUFFIXES, Decision, WorkspacePolicy
 
 __all__: list[str] = []
 
@@ -66,6 +66,8 @@ def workspace_instructions(
         )
     if policy.denied_paths:
         lines.append("Always denied: " + ", ".join(policy.denied_paths) + ".")
+    if policy.secret_paths:
+        lines.append(_secret_line(policy))
     if policy.allow_shell:
         lines += _shell_lines(root, policy, sandbox=sandbox, shell_timeout=shell_timeout)
     else:
@@ -77,6 +79,21 @@ def workspace_instructions(
             "deliverable" + (" and must not be committed." if (root / ".git").exists() else ".")
         )
     return "\n".join(lines)
+
+
+def _secret_line(policy: WorkspacePolicy) -> str:
+    commands = ""
+    if policy.allow_shell:
+        commands = ", and so is any command naming them or searching a directory that holds them"
+    templates = ", ".join(f"*{suffix}" for suffix in NOT_SECRET_SUFFIXES)
+    line = (
+        f"Secret files are denied for reads and writes{commands}: "
+        f"{', '.join(policy.secret_paths)}. Templates and public keys ({templates}) are not "
+        "secrets. Never try to get around this; ask the user for the values you need."
+    )
+    if policy.allow_secrets:
+        line += " The user allowed these secrets: " + ", ".join(policy.allow_secrets) + "."
+    return line
 
 
 def _shell_lines(

@@ -13,11 +13,11 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ._files import is_binary, read_prefix
 from .errors import WorkspaceError
-from .paths import ResolvedPath, relative_to_root
+from .paths import ResolvedPath, is_proc_magic, relative_to_root
 from .results import DirEntry, DirListing, GrepMatch, GrepResult
 
 if TYPE_CHECKING:
@@ -197,3 +197,40 @@ def grep(
     return GrepResult(
         pattern=regex.pattern, matches=tuple(matches), skipped=skipped, note=budget.note()
     )
+
+
+MAX_TREE_CHECK_ENTRIES = 50_000
+"""Entries the guard looks at below a recursively read directory: the check runs twice
+per command (approval predicate, session), so it is kept well under a second."""
+
+
+def tree_verdict(session: LocalWorkspaceSession, base: Path) -> Literal["allow", "ask", "deny"]:
+    """How a command reading every file under the directory ``base`` is judged: ``deny``
+    when a denied entry (a secret, ``denied_paths``) lies beneath, ``ask`` when the tree
+    is too big to check (``MAX_TREE_CHECK_ENTRIES``), else ``allow``.
+
+    Breadth first, so a secret near the top (a root ``.env``) is found at once. Symlinks
+    are judged by their targets (``grep -R`` and ``tar -h`` follow them) but never
+    entered.
+    """
+    queue, seen, root, policy, rel = [base], 0, session.root, session.policy, relative_to_root
+    while queue:
+        current = queue.pop(0)
+        try:
+            with os.scandir(current) as it:
+                items = list(it)
+        except OSError:
+            continue
+        for item in items:
+            seen += 1
+            if seen > MAX_TREE_CHECK_ENTRIES:
+                return "ask"
+            full = Path(item.path)
+            if item.is_symlink():
+                if session._judge(session.resolve(full), "read") == "deny":
+                    return "deny"
+            elif is_proc_magic(full) or policy.decide_path(rel(full, root), full, "read") == "deny":
+                return "deny"
+            if item.is_dir(follow_symlinks=False):
+                queue.append(full)
+    return "allow"

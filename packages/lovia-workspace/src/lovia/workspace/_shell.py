@@ -13,6 +13,7 @@ import asyncio
 import codecs
 import contextlib
 import os
+import re
 import secrets
 import signal
 import time
@@ -54,6 +55,10 @@ def build_env(
     return env
 
 
+VENV_NAMES = (".venv", "venv")
+"""Where a workspace's own virtualenv may live, in order of preference."""
+
+
 def venv_bin(venv: Path) -> Path:
     """The scripts directory of a venv for this OS."""
     return venv / ("Scripts" if os.name == "nt" else "bin")
@@ -62,11 +67,31 @@ def venv_bin(venv: Path) -> Path:
 def find_venv(root: Path) -> Path | None:
     """``.venv`` (preferred) or ``venv`` under ``root`` holding a real interpreter, else None."""
     exe = "python.exe" if os.name == "nt" else "python"
-    for name in (".venv", "venv"):
+    for name in VENV_NAMES:
         candidate = root / name
-        if (venv_bin(candidate) / exe).is_file():
+        if is_interpreter(venv_bin(candidate) / exe):
             return candidate
     return None
+
+
+# Executable formats (ELF, Mach-O both byte orders and fat, PE) and a Python shebang.
+_BINARY_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xca\xfe\xba\xbe", b"MZ")
+_PYTHON_SHEBANG = re.compile(rb"^#![^\n]*python[0-9.]*(\s|$)")
+
+
+def is_interpreter(path: Path) -> bool:
+    """Whether ``path`` (links followed) is an executable binary or a Python script: what a
+    venv's ``python`` is. A plain file or a shell script is not, and is never activated.
+
+    Checked without running it: running a file the workspace planted is what this avoids.
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(256)
+        executable = os.access(path, os.X_OK) and path.is_file()
+    except OSError:
+        return False
+    return executable and (head.startswith(_BINARY_MAGIC) or bool(_PYTHON_SHEBANG.match(head)))
 
 
 def kill_group(pid: int) -> None:

@@ -6,18 +6,37 @@ redirections, heredocs, ``$(...)`` and backticks) without running anything, and 
 - ``segments``: the words of every simple command, split on ``&&``, ``||``, ``;``, ``|``,
   ``&``, newlines and parentheses (fd redirections such as ``2>&1`` never split), plus the
   segments found inside substitutions (an unquoted heredoc's too), ``sh -c '...'`` and
-  ``eval`` payloads. Command rules judge each one; ``unwrapped`` also sees through
+  ``eval`` payloads, and, when a shell reads its script from stdin (``sh <<EOF``,
+  ``echo '...' | sh``) or runs one made at run time (``sh -c "$(...)"``), the heredocs,
+  here-strings and literal words of the command too.
+  Command rules judge each one; ``unwrapped`` also sees through
   wrappers (``env``, ``sudo``, ``xargs``, ``/usr/bin/git``) so a deny or ask rule cannot be
   dodged by one.
 - ``bare_words``: argument words (and ``KEY=`` / ``--flag=`` values) that do not look
   like paths (``.env``, ``notes``, ``.e*``); the session judges those that exist relative
   to the command's cwd or a ``cd`` target (``cd_targets``; globs expanded), so ``cat .env``
-  and ``cd /etc && cat shadow`` are caught without treating every word as a path.
+  and ``cd /etc && cat shadow`` are caught without treating every word as a path. The
+  part after a ``:`` (git's ``HEAD:.env``) and after a leading ``@`` (curl's ``-d @.env``)
+  counts too.
+- ``recursive_reads``: the operands of commands that read whole directory trees
+  (``grep -r``, ``rg``, ``git grep``, ``tar``, ``cp -r``, ``find -exec``, a listing piped
+  to ``xargs``...), with ``.`` for a search that defaults to its cwd; the session denies
+  them when a denied file lies beneath, since the tree's contents never appear in the
+  command text.
+- ``dynamic_tails``: the literal end of each word with a run-time part (``$(pwd)/.env``
+  -> ``/.env``), and its literal parts alone (``.e${x}nv`` -> ``.env``, what an empty
+  value leaves); the session denies one that names a ``denied_paths`` entry or a secret.
 - ``claims``: the paths the command names. Redirect targets are writes; input redirects
   and path-looking arguments (``/x``, ``~/x``, ``./x``, ``a/b``, ``..``, and the value of
   ``KEY=value`` or ``--flag=value``) are reads. Skipped: fd dups, pseudo-devices such as
   ``/dev/null``, bare words, URLs, flags, heredoc text and words whose value is only known
-  at run time (``$VAR``; ``$HOME`` is read as ``~``).
+  at run time (``$VAR``). ``$HOME`` / ``${HOME}`` at the start of a word (or of a
+  ``KEY=`` / ``--flag=`` value) read as ``~``, ``$PWD`` and ``$OLDPWD`` as ``.``: the
+  session anchors ``.`` at the cwd and at every ``cd`` target, which are the only values
+  those variables can hold during the command. A variable the command itself assigns a
+  literal value (``f=.env; cat $f``) expands to that value anywhere in a word. Each word
+  is also judged as brace expansion would expand it (``.{env,x}``): ``/bin/sh`` is bash
+  on some systems.
 
 The guard is advisory and one-sided: the session merges its verdicts with the static rules,
 most restrictive wins, so a missed claim falls back to the rules and a false claim can only
@@ -28,6 +47,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -54,12 +74,18 @@ class ParsedCommand:
     bare_words: tuple[str, ...] = ()
     cd_targets: tuple[str, ...] = ()
     """Where ``cd``/``pushd`` segments move: later relative words may be anchored there."""
+    recursive_reads: tuple[str, ...] = ()
+    """Operands (``.`` for the cwd) that a tree-reading command reads recursively."""
+    dynamic_tails: tuple[str, ...] = ()
+    """The literal ends of words with a run-time part (``$(pwd)/.env`` -> ``/.env``)."""
 
 
 @dataclass(slots=True)
 class _Word:
     text: str
     dynamic: bool  # contains an expansion whose value only exists at run time
+    tail: str = ""  # the literal text after the last run-time part
+    static: str = ""  # the literal parts alone: the word if every run-time part is empty
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +106,9 @@ _PSEUDO_DEVICES = frozenset(
      "/dev/random", "/dev/urandom", "/dev/full"}
 )  # fmt: skip
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_HOME = re.compile(r"\$(HOME\b|\{HOME\})")
+# Variables whose value the session knows (see the module docstring): HOME -> ~, else .
+_KNOWN_VAR = re.compile(r"\$(?:\{(HOME|PWD|OLDPWD)\}|(HOME|PWD|OLDPWD)\b)")
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
 _MAX_NESTING = 32  # substitutions and ``sh -c`` payloads inside each other
@@ -117,28 +145,137 @@ def parse_command(command: str) -> ParsedCommand:
     return _parse(command, 0)
 
 
-def _parse(command: str, depth: int) -> ParsedCommand:
+def _parse(command: str, depth: int, scripted: bool = False) -> ParsedCommand:
+    """``scripted``: the text is run by a shell whose script the guard cannot see whole
+    (``sh -c "$(...)"``), so its literal words are read as commands too."""
     if depth > _MAX_NESTING:
         raise WorkspaceError(
             "the command nests substitutions too deeply to be checked",
             hint="split it into simpler commands",
         )
-    lexed = _lex(command)
-    if lexed is None:
-        return ParsedCommand((tuple(command.split()),) if command.split() else (), (), False)
-    tokens, bodies = lexed
-    segments, claims, bare = _walk(tokens)
+    known: dict[str, str] = {}
+    for _ in range(_MAX_VARIABLE_PASSES):  # `a=.e; b=${a}nv` needs one pass per level
+        lexed = _lex(command, known)
+        if lexed is None:
+            split = tuple(command.split())
+            return ParsedCommand((split,) if split else (), (), False)
+        tokens, bodies, heredocs = lexed
+        walked = _walk(tokens)
+        if walked.assignments == known or not walked.assignments:
+            break
+        known = walked.assignments
+    segments, claims, bare = walked.segments, walked.claims, walked.bare
     bodies += [body for words in segments if (body := _payload(words)) is not None]
+    scripted = scripted or any(_runs_unseen_script(words) for words in segments)
+    if scripted:
+        # `sh <<EOF`, `echo 'cat .env' | sh`, `sh -c "$(echo ...)"`: text elsewhere in the
+        # command is run as a script.
+        bodies += heredocs + [text for text in walked.texts if _SCRIPT_LIKE.search(text)]
     moves = [where for words in segments if (where := _cd_target(words)) is not None]
+    trees = [word for words in segments for word in _tree_operands(words)]
+    listed = [tree for words in segments if (tree := _listed(words)) is not None]
+    if listed and any(words[0].rsplit("/", 1)[-1] == "xargs" for words in segments):
+        # `find . | xargs cat`: the names arrive at run time, from the listed tree.
+        trees += [word for tree in listed for word in tree]
+    tails = walked.tails
     complete = True
     for body in bodies:
-        inner = _parse(body, depth + 1)
+        inner = _parse(body, depth + 1, scripted)
         segments += inner.segments
         claims += inner.claims
         bare += inner.bare_words
         moves += inner.cd_targets
+        trees += inner.recursive_reads
+        tails += inner.dynamic_tails
         complete = complete and inner.complete
-    return ParsedCommand(tuple(segments), tuple(claims), complete, tuple(bare), tuple(moves))
+    return ParsedCommand(
+        tuple(segments), tuple(claims), complete, tuple(bare), tuple(moves), tuple(trees),
+        tuple(tails),
+    )  # fmt: skip
+
+
+_MAX_VARIABLE_PASSES = 4
+# A literal word that reads as a command line of its own; a lone word was judged already.
+_SCRIPT_LIKE = re.compile(r"[\s;&|<>()`$]")
+_LISTERS = frozenset({"find", "ls", "fd", "fdfind", "tree", "locate"})
+
+
+def _listed(words: tuple[str, ...]) -> list[str] | None:
+    """The directories a listing segment (``find``, ``ls``, ``git ls-files``) names files
+    from (``.`` for its cwd), or ``None`` for any other segment."""
+    core = unwrapped(words)
+    if core[:2] == ("git", "ls-files"):
+        core = core[1:]
+    elif not core or core[0] not in _LISTERS:
+        return None
+    return _operands(core) or ["."]
+
+
+def _operands(words: tuple[str, ...]) -> list[str]:
+    return [w for w in words[1:] if not w.startswith("-")]
+
+
+def _runs_unseen_script(words: tuple[str, ...]) -> bool:
+    """Whether a segment is a shell reading its commands from stdin (``sh``, ``bash -s``),
+    or one (or ``eval``) running a script made at run time (``sh -c "$(...)"``)."""
+    payload = _payload(words)
+    if payload is not None:
+        return "$(…)" in payload or "`…`" in payload
+    core = unwrapped(words)
+    if not core or core[0] not in _SHELLS:
+        return False
+    flags = [w for w in core[1:] if w.startswith("-")]
+    if any(not f.startswith("--") and "c" in f[1:] for f in flags):
+        return False  # -c TEXT: read as a payload
+    return not _operands(core) or any(not f.startswith("--") and "s" in f[1:] for f in flags)
+
+
+# Commands that read the contents of every file under their directory operands.
+_TREE_READERS = frozenset({"rg", "ag", "ack", "tar", "rsync", "zip", "7z", "bsdtar"})
+_GREPS = frozenset({"grep", "egrep", "fgrep", "zgrep", "rgrep"})
+_RECURSIVE_FLAG_COMMANDS = frozenset({"cp", "scp", "diff"})  # tree readers with -r/-R/-a
+_PATTERN_FIRST = frozenset({"rg", "ag", "ack", "git"}) | _GREPS  # search the cwd by default
+_FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+
+
+def _tree_operands(words: tuple[str, ...]) -> list[str]:
+    """The words a tree-reading segment reads recursively (``.`` when it searches its cwd)."""
+    core = unwrapped(words)
+    if not core:
+        return []
+    name, args = core[0], list(core[1:])
+    if name == "git":
+        i = 0
+        while i < len(args) and args[i].startswith("-"):
+            i += 2 if args[i] in ("-C", "-c") else 1  # global options before the subcommand
+        if args[i : i + 1] != ["grep"]:
+            return []
+        args = args[i + 1 :]
+    flags = [w for w in args if w.startswith("-")]
+    operands = [w for w in args if not w.startswith("-")]
+    if name in _GREPS:
+        short = "".join(f[1:] for f in flags if not f.startswith("--"))
+        recursive = "r" in short or "R" in short or name == "rgrep"
+        recursive = recursive or any(
+            f.startswith(("--recursive", "--dereference-recursive", "--directories=recurse"))
+            for f in flags
+        )
+        if not recursive:
+            return []
+    elif name in _RECURSIVE_FLAG_COMMANDS:
+        short = "".join(f[1:] for f in flags if not f.startswith("--"))
+        if not (set(short) & set("rRa") or {"--recursive", "--archive"} & set(flags)):
+            return []
+    elif name == "find":
+        if not _FIND_EXEC & set(args):
+            return []
+        starts = args[: next(i for i, w in enumerate(args) if w.startswith("-"))]
+        return starts or ["."]
+    elif name not in _TREE_READERS and name != "git":
+        return []
+    if name in _PATTERN_FIRST and len(operands) <= 1:
+        operands.append(".")  # no path operand: the search reads its cwd
+    return operands
 
 
 def _cd_target(words: tuple[str, ...]) -> str | None:
@@ -201,10 +338,18 @@ def _payload(words: tuple[str, ...]) -> str | None:
     return None
 
 
-def _walk(tokens: list[_Token]) -> tuple[list[tuple[str, ...]], list[PathClaim], list[str]]:
-    segments: list[tuple[str, ...]] = []
-    claims: list[PathClaim] = []
-    bare: list[str] = []
+@dataclass(slots=True)
+class _Walked:
+    segments: list[tuple[str, ...]]
+    claims: list[PathClaim]
+    bare: list[str]
+    tails: list[str]
+    assignments: dict[str, str]  # NAME=value words with a literal value
+    texts: list[str]  # literal words and here-strings: commands, if a shell reads stdin
+
+
+def _walk(tokens: list[_Token]) -> _Walked:
+    out = _Walked([], [], [], [], {}, [])
     words: list[str] = []
     redirect: str | None = None
 
@@ -212,7 +357,7 @@ def _walk(tokens: list[_Token]) -> tuple[list[tuple[str, ...]], list[PathClaim],
         while words and words[0] in _KEYWORDS:
             words.pop(0)
         if words:
-            segments.append(tuple(words))
+            out.segments.append(tuple(words))
         words.clear()
 
     for token in tokens:
@@ -227,21 +372,58 @@ def _walk(tokens: list[_Token]) -> tuple[list[tuple[str, ...]], list[PathClaim],
             continue
         if redirect is not None:
             claim = _redirect_claim(redirect, token)
+            if redirect == "<<<" and not token.dynamic:
+                out.texts.append(token.text)
             redirect = None
             if claim is not None:
-                claims.append(claim)
+                out.claims.append(claim)
             continue
         words.append(token.text)
-        if not token.dynamic:
-            path = _argument_path(token.text)
+        if token.dynamic:
+            # `$(pwd)/.env` ends in a secret whatever the prefix; `.e${x}nv` is one when
+            # the run-time part is empty.
+            out.tails += [text for text in {token.tail, token.static} if text]
+            continue
+        out.texts.append(token.text)
+        if _ASSIGNMENT.match(token.text):
+            name, assigned = token.text.split("=", 1)
+            out.assignments[name] = assigned
+        for text in _braces(token.text):
+            path = _argument_path(text)
             if path is not None:
-                claims.append(PathClaim(path, "read"))
-            else:
-                value = _bare_value(token.text)
-                if value:
-                    bare.append(value)
+                out.claims.append(PathClaim(path, "read"))
+                continue
+            value = _bare_value(text)
+            if value:
+                out.bare.append(value)
+                if ":" in value:  # git's REV:path (`git show HEAD:.env`), scp's host:path
+                    out.bare.append(value.split(":", 1)[1])
+                if value.startswith("@"):  # curl's -d @file, -F name=@file
+                    out.bare.append(value[1:])
     end_segment()
-    return segments, claims, bare
+    return out
+
+
+_MAX_BRACE_WORDS = 64
+
+
+def _braces(word: str) -> list[str]:
+    """The word and what brace expansion makes of it (``.{env,x}`` -> ``.env``, ``.x``):
+    ``/bin/sh`` is bash on some systems, and bash expands braces even as ``sh``."""
+    found = [word]
+    pending = [word]
+    while pending and len(found) < _MAX_BRACE_WORDS:
+        text = pending.pop()
+        start = text.find("{")
+        end = text.find("}", start + 1)
+        inner = text[start + 1 : end]
+        if start < 0 or end < 0 or "," not in inner or "{" in inner:
+            continue
+        for choice in inner.split(","):
+            expanded = text[:start] + choice + text[end + 1 :]
+            found.append(expanded)
+            pending.append(expanded)
+    return found[:_MAX_BRACE_WORDS]
 
 
 def _redirect_claim(op: str, target: _Word) -> PathClaim | None:
@@ -278,8 +460,12 @@ def _argument_path(word: str) -> str | None:
 class _Lexer:
     """One pass over the text; ``None`` results mean unbalanced quoting."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, known: Mapping[str, str]) -> None:
         self.s = text
+        self.known = known  # literal NAME=value assignments seen in the command
+        self.tail: list[str] = []
+        self.static: list[str] = []
+        self.heredoc_texts: list[str] = []
         self.i = 0
         self.tokens: list[_Token] = []
         self.substitutions: list[str] = []
@@ -293,7 +479,8 @@ class _Lexer:
     def flush(self) -> None:
         if self.word is None:
             return
-        word = _Word("".join(self.word), self.dynamic)
+        word = _Word("".join(self.word), self.dynamic, "".join(self.tail), "".join(self.static))
+        self.tail, self.static = [], []
         quoted, self.quoted = self.quoted, False
         self.word, self.dynamic = None, False
         if self.expect_delimiter is not None:
@@ -306,6 +493,11 @@ class _Lexer:
             self.word = []
         self.word.append(text)
         self.dynamic = self.dynamic or dynamic
+        if dynamic:
+            self.tail = []
+        else:
+            self.tail.append(text)
+            self.static.append(text)
 
     def run(self) -> bool:
         s = self.s
@@ -398,14 +590,36 @@ class _Lexer:
             self.add("$(…)", dynamic=True)
             self.i = close + 1
             return True
-        home = _HOME.match(s, self.i)
-        if home is not None and self.word is None:
-            self.add("~")
-            self.i = home.end()
+        known = _KNOWN_VAR.match(s, self.i)
+        if known is not None and self.at_value_start():
+            self.add("~" if "HOME" in known.group(0) else ".")
+            self.i = known.end()
             return True
-        self.add("$", dynamic=True)
-        self.i += 1
+        variable = _VARIABLE.match(s, self.i)
+        name = (variable.group(1) or variable.group(2)) if variable is not None else ""
+        if variable is not None and name in self.known:
+            self.add(self.known[name])
+            self.i = variable.end()
+            return True
+        # A run-time value: the whole expansion is one dynamic part, so the literal text
+        # around it (the word's tail and static text) is exactly what the shell adds.
+        end = variable.end() if variable is not None else self.i + 1
+        if variable is None and s.startswith("${", self.i):
+            close = s.find("}", self.i + 2)
+            end = close + 1 if close > 0 else end
+        elif variable is None and s[self.i + 1 : self.i + 2] in tuple("@*#?$!-0123456789"):
+            end = self.i + 2
+        self.add(s[self.i : end], dynamic=True)
+        self.i = end
         return True
+
+    def at_value_start(self) -> bool:
+        """Whether nothing but quotes (or a ``KEY=`` / ``--flag=`` prefix) precedes here in
+        the current word: where the shell's value of a variable starts a path."""
+        if self.word is None:
+            return True
+        text = "".join(self.word)
+        return not self.dynamic and (text == "" or text.endswith("="))
 
     def redirection(self) -> None:
         s = self.s
@@ -424,14 +638,17 @@ class _Lexer:
         the ``$(...)`` and backticks in its body, so those are read as substitutions."""
         s = self.s
         for delimiter, strip_tabs, expands in self.heredocs:
+            body: list[str] = []
             while self.i < len(s):
                 end = s.find("\n", self.i)
                 line = s[self.i : len(s) if end < 0 else end]
                 self.i = len(s) if end < 0 else end + 1
                 if (line.lstrip("\t") if strip_tabs else line) == delimiter:
                     break
+                body.append(line)
                 if expands:
                     self.substitutions += _substitutions(line)
+            self.heredoc_texts.append("\n".join(body))
         self.heredocs.clear()
 
 
@@ -482,8 +699,9 @@ def _closing_paren(s: str, start: int) -> int | None:
     return None
 
 
-def _lex(text: str) -> tuple[list[_Token], list[str]] | None:
-    lexer = _Lexer(text)
+def _lex(text: str, known: Mapping[str, str]) -> tuple[list[_Token], list[str], list[str]] | None:
+    """Tokens, substitution bodies and heredoc bodies; ``None`` for unbalanced quoting."""
+    lexer = _Lexer(text, known)
     if not lexer.run():
         return None
-    return lexer.tokens, lexer.substitutions
+    return lexer.tokens, lexer.substitutions, lexer.heredoc_texts

@@ -8,8 +8,10 @@ tools via ``ctx.workspace``, library code), resolves its path(s) here and is jud
 has been approved and passes. Commands are judged on their static rules merged, most
 restrictive first, with the path claims of the command guard (anchored at the command's
 cwd and at any ``cd`` target; the cwd is itself judged as a read; globs are judged by what
-they expand to; a bare word that names a ``denied_paths`` entry is denied even before the
-file exists). Per-process ``/proc`` paths are always refused.
+they expand to; a command reading a directory tree, ``grep -r`` or ``rg``, is denied when
+a denied entry lies beneath; a bare word that names a ``denied_paths`` entry or a secret
+file is denied even before the file exists). Per-process ``/proc`` paths are always
+refused.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ._files import decode_text, read_prefix, write_atomic
 from .command_guard import parse_command
 from .errors import FileTooLargeError, PermissionDeniedError, WorkspaceClosedError, WorkspaceError
 from .paths import ResolvedPath, is_proc_magic, relative_to_root, resolve_path
-from .policy import Decision, FileOp, WorkspacePolicy, most_restrictive, pattern_matches
+from .policy import Decision, FileOp, WorkspacePolicy, most_restrictive
 from .protocol import SandboxLauncher, ShellExecutor
 from .results import (
     CommandResult,
@@ -48,8 +50,14 @@ from .results import (
 __all__ = ["LocalWorkspaceSession"]
 
 _DENY_HINT = (
-    "the workspace policy forbids this; denied_paths and path rules beat grants. "
-    "Work with another path, or ask the user to change the workspace policy"
+    "the workspace policy forbids this; denied_paths, secret files and path rules beat "
+    "grants. Work with another path, or ask the user to change the workspace policy"
+)
+_COMMAND_DENY_HINT = (
+    "the workspace policy forbids this command, or a path it names, or a secret file "
+    "(such as .env) in a directory it reads recursively (grep -r, rg, tar, find | xargs). "
+    "Name the files or directories you need, or use grep_files / list_files, which skip "
+    "denied files"
 )
 
 
@@ -96,11 +104,32 @@ class LocalWorkspaceSession:
     def resolve(self, path: str | os.PathLike[str], *, base: Path | None = None) -> ResolvedPath:
         """Resolve ``path`` against the root (or ``base``), following symlinks.
 
-        Raises ``WorkspaceError`` for a path with a NUL byte (no OS can name it).
+        Raises ``WorkspaceError`` for a path no OS call could take: one with a NUL byte, a
+        component longer than ``NAME_MAX`` or a resolved path longer than ``PATH_MAX``.
         """
-        if "\0" in os.fspath(path):
+        raw = os.fspath(path)
+        if "\0" in raw:
             raise WorkspaceError("the path contains a NUL byte", hint="pass a real file path")
-        return resolve_path(path, self.root, base=base)
+        if _too_long_component(raw):
+            raise WorkspaceError(
+                f"a component of {raw[:80]!r}... is longer than {_NAME_MAX} bytes",
+                hint="no file can have such a name; use a shorter one",
+            )
+        resolved = resolve_path(raw, self.root, base=base)
+        if len(os.fsencode(resolved.path)) >= _PATH_MAX:
+            raise WorkspaceError(
+                f"the path {raw[:80]!r}... is longer than {_PATH_MAX - 1} bytes once resolved",
+                hint="use a shorter path",
+            )
+        return resolved
+
+    def _claim_target(self, word: str, base: Path) -> ResolvedPath | None:
+        """A command word resolved at ``base``; ``None`` when no file can have that name
+        (the shell's own open fails on it), so a long token is never an error."""
+        try:
+            return self.resolve(word, base=base)
+        except WorkspaceError:
+            return None
 
     def display(self, resolved: ResolvedPath) -> str:
         """How a path is shown: relative inside the root, absolute outside."""
@@ -118,24 +147,29 @@ class LocalWorkspaceSession:
         return verdict
 
     def _venv_alias(self, path: Path) -> Path | None:
-        """``path`` seen through the auto-activated venv's bin dir, when ``.venv`` (or its
-        ``bin``) is a symlink and ``path`` lies in the directory it really points at."""
-        venv = _shell.find_venv(self.root)
-        if venv is None:
-            return None
-        bin_dir = _shell.venv_bin(venv)
-        real_bin = Path(os.path.realpath(bin_dir))
-        inside = relative_to_root(path, real_bin)
-        if inside is None or real_bin == bin_dir:
-            return None  # not in the venv, or no link: the path already reads .venv/bin
-        return bin_dir if inside == "." else bin_dir / inside
+        """``path`` seen through a venv's bin dir, when ``.venv`` or ``venv`` (or its
+        ``bin``) is a symlink and ``path`` lies in the directory it really points at.
+
+        Any venv directory counts, activated or not: a write can make it activate (an
+        interpreter copied in), and then its ``bin`` shadows every command.
+        """
+        for name in _shell.VENV_NAMES:
+            bin_dir = _shell.venv_bin(self.root / name)
+            real_bin = Path(os.path.realpath(bin_dir))
+            inside = relative_to_root(path, real_bin)
+            if inside is None or real_bin == bin_dir:
+                continue  # not in this venv, or no link: the path already reads .venv/bin
+            return bin_dir if inside == "." else bin_dir / inside
+        return None
 
     def decide_path(self, path: str, *, write: bool = False) -> Decision:
         """The verdict for reading (or writing) ``path``; never raises for a deny."""
+        self._check_open()
         return self._judge(self.resolve(path), "write" if write else "read")
 
     def decide_command(self, command: str, cwd: str = ".") -> Decision:
         """The verdict for ``command`` run in ``cwd``: static rules merged with path claims."""
+        self._check_open()
         static = self.policy.decide_command(command)
         if static == "deny":
             return "deny"
@@ -149,9 +183,20 @@ class LocalWorkspaceSession:
         for claim in parsed.claims:
             anchors = bases if not os.path.isabs(os.path.expanduser(claim.path)) else bases[:1]
             for base in anchors:
-                verdicts.append(self._judge(self.resolve(claim.path, base=base), claim.op))
+                named = self._claim_target(claim.path, base)
+                if named is not None:
+                    verdicts.append(self._judge(named, claim.op))
                 for match in _glob(claim.path, base):
                     verdicts.append(self._judge(self.resolve(match), claim.op))
+        for word in parsed.recursive_reads:
+            anchors = bases if not os.path.isabs(os.path.expanduser(word)) else bases[:1]
+            for base in anchors:
+                tree = self._claim_target(word, base)
+                if tree is not None and tree.path.is_dir():
+                    verdicts.append(_listing.tree_verdict(self, tree.path))
+        for tail in parsed.dynamic_tails:  # `$(pwd)/.env`: whatever the prefix, a secret
+            if self._hard_denied(self.root / tail.lstrip("/")):
+                verdicts.append("deny")
         for word in parsed.bare_words:
             for base in bases:
                 candidate = base / word
@@ -164,14 +209,14 @@ class LocalWorkspaceSession:
         return most_restrictive(*verdicts)
 
     def _hard_denied(self, missing: Path) -> bool:
-        """Whether a path that does not exist yet would be a ``denied_paths`` entry.
+        """Whether a path that does not exist yet would be a ``denied_paths`` entry or a
+        secret file.
 
         A bare word is one component under a resolved base, so the lexical path is where
         it would land (nothing to follow).
         """
         path = Path(os.path.normpath(missing))
-        rel = relative_to_root(path, self.root)
-        return any(pattern_matches(p, rel, path) for p in self.policy.denied_paths)
+        return self.policy.hard_denied(relative_to_root(path, self.root), path)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -191,6 +236,17 @@ class LocalWorkspaceSession:
                 )
         return resolved
 
+    def _file_gate(self, path: str, *ops: FileOp) -> ResolvedPath:
+        """``_gate`` for an operation on a file: a path ending in ``/`` (or in a ``.`` or
+        ``..`` component) names a directory, as it does for the OS, never a file."""
+        self._check_open()
+        if _names_directory(path):
+            raise WorkspaceError(
+                f"{path!r} names a directory, not a file",
+                hint="drop the trailing '/' to name a file; use list_files for directories",
+            )
+        return self._gate(path, *ops)
+
     def _lock(self, path: Path) -> asyncio.Lock:
         lock = self._locks.get(path)
         if lock is None:
@@ -209,11 +265,12 @@ class LocalWorkspaceSession:
         (announced). Raises ``WorkspaceError`` for an invalid range, binary or non-UTF-8
         content, and ``PermissionDeniedError`` on deny.
         """
+        self._check_open()
         if (start is not None and start < 1) or (end is not None and end < 1):
             raise WorkspaceError("line numbers are 1-based", hint="use start >= 1 and end >= 1")
         if start is not None and end is not None and end < start:
             raise WorkspaceError(f"invalid line range {start}..{end}", hint="end must be >= start")
-        resolved = self._gate(path, "read")
+        resolved = self._file_gate(path, "read")
         shown = self.display(resolved)
         cap = self.limits.max_file_read_bytes
         data, size = await asyncio.to_thread(read_prefix, resolved.path, cap)
@@ -224,7 +281,7 @@ class LocalWorkspaceSession:
 
     async def read_bytes(self, path: str, max_bytes: int | None = None) -> FileBytes:
         """Raw bytes (at most ``max_bytes``, default ``max_file_read_bytes``)."""
-        resolved = self._gate(path, "read")
+        resolved = self._file_gate(path, "read")
         cap = self.limits.max_file_read_bytes if max_bytes is None else max_bytes
         data, size = await asyncio.to_thread(read_prefix, resolved.path, cap)
         shown = self.display(resolved)
@@ -234,15 +291,17 @@ class LocalWorkspaceSession:
         """Write ``content`` (UTF-8) atomically, creating parent directories.
 
         The file mode of an existing file is kept. Raises ``WorkspaceError`` when the target
-        is the root or a directory, or exists and ``create_only`` is set.
+        is the root or a directory, or exists and ``create_only`` is set. ``create_only``
+        means nothing at all exists at ``path``, as ``O_EXCL`` does: a symlink there, even
+        a dangling one, refuses (it would otherwise create the link's target).
         """
-        resolved = self._gate(path, "write")
+        resolved = self._file_gate(path, "write")
         if resolved.rel == ".":
             raise WorkspaceError("cannot write to the workspace root", hint="name a file path")
         data = _encode(content)
         async with self._lock(resolved.path):
             created = await asyncio.to_thread(
-                write_atomic, resolved.path, data, create_only=create_only
+                _write, resolved.path, self.root, path, data, create_only
             )
         return FileChange(path=self.display(resolved), created=created, chars_written=len(content))
 
@@ -254,9 +313,10 @@ class LocalWorkspaceSession:
         Fails on zero or several matches unless ``replace_all``; ``old == new`` is a no-op.
         Raises ``WorkspaceError`` for an empty ``old`` or a non-UTF-8 file.
         """
+        self._check_open()
         if not old:
             raise WorkspaceError("old text must not be empty", hint="use write_file instead")
-        resolved = self._gate(path, "read", "write")
+        resolved = self._file_gate(path, "read", "write")
         shown = self.display(resolved)
         async with self._lock(resolved.path):
             count = await asyncio.to_thread(
@@ -280,12 +340,8 @@ class LocalWorkspaceSession:
             ) from None
         if old == new:
             return 0
-        count = text.count(old)
-        if count == 0 and "\r\n" in text:
-            crlf_old = old.replace("\r\n", "\n").replace("\n", "\r\n")
-            count = text.count(crlf_old)
-            if count:
-                old, new = crlf_old, new.replace("\r\n", "\n").replace("\n", "\r\n")
+        matches = _tolerant_matches(text, old)
+        count = len(matches)
         if count == 0:
             raise WorkspaceError(
                 f"the old text was not found in {shown!r}",
@@ -296,9 +352,9 @@ class LocalWorkspaceSession:
                 f"the old text occurs {count} times in {shown!r}",
                 hint="include more surrounding lines to make it unique, or set replace_all",
             )
-        text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+        text = _replace(text, matches, old, new)
         write_atomic(judged, _encode(text), create_only=False)
-        return count if replace_all else 1
+        return count
 
     async def list_files(
         self, path: str = ".", pattern: str | None = None, include_hidden: bool = False
@@ -323,6 +379,7 @@ class LocalWorkspaceSession:
         Binary, oversized and not-allowed files are skipped (counted); long lines are
         clipped and matches capped. Raises ``WorkspaceError`` for an invalid regex.
         """
+        self._check_open()
         try:
             regex = re.compile(pattern)
         except re.error as exc:
@@ -330,6 +387,8 @@ class LocalWorkspaceSession:
         resolved = self._gate(path, "read")
         if not resolved.path.exists():
             raise WorkspaceError(f"{self.display(resolved)!r} does not exist")
+        if _names_directory(path) and not resolved.path.is_dir():
+            raise WorkspaceError(f"{path!r} is not a directory", hint="drop the trailing '/'")
         return await asyncio.to_thread(_listing.grep, self, resolved, regex, glob)
 
     # -- commands ----------------------------------------------------------------------
@@ -341,7 +400,7 @@ class LocalWorkspaceSession:
         if self.decide_command(command, cwd) == "deny":
             raise PermissionDeniedError(
                 f"the command {command[:200]!r} is denied by the workspace policy",
-                hint=_DENY_HINT,
+                hint=_COMMAND_DENY_HINT,
             )
         where = self.resolve(cwd).path
         if not where.is_dir():
@@ -431,6 +490,7 @@ class LocalWorkspaceSession:
         return ProcessStart(process_id=process.process_id, command=command, pid=process.proc.pid)
 
     def _process(self, process_id: str) -> _shell.BackgroundProcess:
+        self._check_open()
         process = self._processes.get(process_id)
         if process is None:
             live = ", ".join(p for p, proc in self._processes.items() if proc.running) or "none"
@@ -447,25 +507,18 @@ class LocalWorkspaceSession:
         if not process.running:
             await process.settle()
             process.delivered = True
-        text, dropped = process.take()
-        return ProcessOutput(
-            process_id=process_id, output=text, state=_state(process),
-            exit_code=process.exit_code, dropped_chars=dropped,
-        )  # fmt: skip
+        return _output(process)
 
     async def kill_process(self, process_id: str) -> ProcessOutput:
         """Kill the process's whole group and return the final output."""
         process = self._process(process_id)
         await process.kill()
         process.delivered = True
-        text, dropped = process.take()
-        return ProcessOutput(
-            process_id=process_id, output=text, state=_state(process),
-            exit_code=process.exit_code, dropped_chars=dropped,
-        )  # fmt: skip
+        return _output(process)
 
     def background_processes(self) -> list[ProcessStatus]:
         """A passive status list of background processes (nothing is consumed)."""
+        self._check_open()
         out = []
         for process in self._processes.values():
             code = process.proc.returncode if process.proc is not None else None
@@ -499,6 +552,9 @@ class LocalWorkspaceSession:
 
 
 _MAX_GLOB_MATCHES = 256
+# Linux values; the OS refuses longer names (ENAMETOOLONG), so the session refuses first.
+_NAME_MAX = 255
+_PATH_MAX = 4096
 _MAX_CD_TARGETS = 8
 
 
@@ -518,6 +574,61 @@ def _encode(text: str) -> bytes:
             "the text contains lone surrogates and cannot be written as UTF-8",
             hint="send valid Unicode text",
         ) from None
+
+
+def _output(process: _shell.BackgroundProcess) -> ProcessOutput:
+    """What a read or a kill delivers; a drop is announced in the output text itself."""
+    text, dropped = process.take()
+    if dropped:
+        text = f"[... {dropped} older characters were dropped unread ...]\n{text}"
+    return ProcessOutput(
+        process_id=process.process_id, output=text, state=_state(process),
+        exit_code=process.exit_code, dropped_chars=dropped,
+    )  # fmt: skip
+
+
+def _tolerant_matches(text: str, old: str) -> list[re.Match[str]]:
+    """Where ``old`` occurs in ``text`` (left to right, never overlapping) when each of its
+    line breaks may be ``\n`` or ``\r\n`` in the file: the one count every edit rule uses."""
+    lines = old.replace("\r\n", "\n").split("\n")
+    return list(re.finditer("\r?\n".join(re.escape(line) for line in lines), text))
+
+
+def _replace(text: str, matches: list[re.Match[str]], old: str, new: str) -> str:
+    """``text`` with every match replaced by ``new``; a match that is not ``old`` verbatim
+    gets ``new`` with the line breaks it used (CRLF stays CRLF, LF stays LF)."""
+    pieces, last = [], 0
+    for match in matches:
+        found = match.group(0)
+        if found == old:
+            replacement = new
+        else:
+            lf = new.replace("\r\n", "\n")
+            replacement = lf.replace("\n", "\r\n") if "\r\n" in found else lf
+        pieces += [text[last : match.start()], replacement]
+        last = match.end()
+    return "".join(pieces) + text[last:]
+
+
+def _write(judged: Path, root: Path, path: str, data: bytes, create_only: bool) -> bool:
+    """``write_atomic`` at the judged path; with ``create_only``, nothing may exist at the
+    path as given either (``O_EXCL``): a link there, dangling or not, refuses."""
+    lexical = Path(root, os.path.expanduser(path))
+    if create_only and lexical.is_symlink():
+        raise WorkspaceError(
+            f"{lexical.name!r} already exists (a symlink to {os.readlink(lexical)!r})",
+            hint="use create_only=false to write through the link, or pick another path",
+        )
+    return write_atomic(judged, data, create_only=create_only)
+
+
+def _names_directory(path: str) -> bool:
+    """A trailing ``/`` (or a final ``.`` / ``..``) names a directory, as for the OS."""
+    return path.endswith("/") or os.path.basename(path) in (".", "..")
+
+
+def _too_long_component(raw: str) -> bool:
+    return any(len(os.fsencode(part)) > _NAME_MAX for part in raw.split(os.sep))
 
 
 def _state(process: _shell.BackgroundProcess) -> Literal["running", "exited", "killed"]:

@@ -3,8 +3,12 @@
 Path decisions, in order of precedence:
 
 1. ``denied_paths`` (any op) -> deny; they beat every grant.
-2. The first ``PathRule`` whose pattern and ops match -> its action.
-3. Mode defaults: reads inside the root are always allowed; ``write`` for writes inside,
+2. Secret files (``secret_paths``, default ``DEFAULT_SECRET_PATHS``: ``.env``, keys,
+   credentials) -> deny for any op, unless ``allow_secrets`` names them; a grant
+   (``readable=``, an allow ``PathRule``) never lifts this, and one naming a secret is
+   rejected when the policy is built.
+3. The first ``PathRule`` whose pattern and ops match -> its action.
+4. Mode defaults: reads inside the root are always allowed; ``write`` for writes inside,
    ``read_outside`` and ``write_outside`` for the rest.
 
 Patterns come in three addressing forms (an empty pattern never matches):
@@ -15,7 +19,12 @@ Patterns come in three addressing forms (an empty pattern never matches):
 - bare (``.env*``): gitignore-like, matches the basename or any ancestor segment. Inside the
   root only the segments below the root count.
 
-Each component is an ``fnmatch`` glob. Command decisions split compound commands into
+Each component is an ``fnmatch`` glob. Deny matches (``denied_paths``, secrets) ignore
+case: a case-insensitive filesystem opens ``.ENV`` as ``.env``, and a false match can only
+deny. A secret pattern matches its segments at any depth, inside or outside the root
+(``.aws/credentials`` matches ``~/.aws/credentials``), and names ending in a template or
+public-key suffix (``.env.example``, ``id_rsa.pub``: ``NOT_SECRET_SUFFIXES``) are not
+secrets. Command decisions split compound commands into
 segments (``command_guard``), judge each by the first ``CommandRule`` matching it as a
 word-boundary prefix (else ``shell_default``) and keep the most restrictive verdict.
 """
@@ -23,10 +32,12 @@ word-boundary prefix (else ``shell_default``) and keep the most restrictive verd
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
+import re
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -37,8 +48,10 @@ from .command_guard import parse_command, unwrapped
 __all__ = [
     "CommandDecider",
     "CommandRule",
+    "DEFAULT_SECRET_PATHS",
     "Decision",
     "FileOp",
+    "NOT_SECRET_SUFFIXES",
     "PROTECTED_RULES",
     "PathRule",
     "WorkspaceMode",
@@ -46,6 +59,7 @@ __all__ = [
     "expand_grants",
     "most_restrictive",
     "pattern_matches",
+    "secret_matches",
 ]
 
 Decision = Literal["allow", "ask", "deny"]
@@ -54,6 +68,30 @@ FileOp = Literal["read", "write"]
 """What a file operation does to a path."""
 WorkspaceMode = Literal["readonly", "coding", "trusted"]
 """A preset policy (see ``WorkspacePolicy.readonly/coding/trusted``)."""
+
+DEFAULT_SECRET_PATHS: tuple[str, ...] = (
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    ".netrc",
+    ".git-credentials",
+    ".aws/credentials",
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+)
+"""Secret files denied in every mode unless ``allow_secrets`` names them."""
+
+NOT_SECRET_SUFFIXES: tuple[str, ...] = (".example", ".sample", ".template", ".dist", ".pub")
+"""A name matching a secret pattern but ending in one of these is a template or a public
+key (``.env.example``, ``id_ed25519.pub``): it names what a secret holds, not its value."""
 
 _RANK: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 _ALL_OPS: frozenset[FileOp] = frozenset(("read", "write"))
@@ -126,10 +164,12 @@ class WorkspacePolicy:
     """The ACL a workspace session enforces (defaults: the ``coding`` preset).
 
     ``write``: writes inside the root; ``read_outside`` / ``write_outside``: the rest.
-    ``path_rules`` are checked in order after ``denied_paths`` (bare, relative or absolute
-    patterns). ``allow_shell=False`` removes the shell; otherwise ``command_rules`` then
+    ``path_rules`` are checked in order after ``denied_paths`` and the secret files
+    (``secret_paths`` minus ``allow_secrets``; bare, relative or absolute patterns).
+    ``allow_shell=False`` removes the shell; otherwise ``command_rules`` then
     ``shell_default`` decide each command segment. ``command_decider`` may override the
-    static rules for a whole command (an invalid return falls through).
+    static rules for a whole command (an invalid return falls through). Raises
+    ``UserError`` when an allow rule names a secret that ``allow_secrets`` does not.
     """
 
     write: Decision = "allow"
@@ -137,6 +177,8 @@ class WorkspacePolicy:
     write_outside: Decision = "deny"
     path_rules: tuple[PathRule, ...] = ()
     denied_paths: tuple[str, ...] = ()
+    secret_paths: tuple[str, ...] = DEFAULT_SECRET_PATHS
+    allow_secrets: tuple[str, ...] = ()
     allow_shell: bool = True
     shell_default: Decision = "ask"
     command_rules: tuple[CommandRule, ...] = ()
@@ -147,13 +189,30 @@ class WorkspacePolicy:
             _check_decision(getattr(self, name), f"WorkspacePolicy.{name}")
         object.__setattr__(self, "path_rules", tuple(self.path_rules))
         object.__setattr__(self, "denied_paths", tuple(self.denied_paths))
+        object.__setattr__(self, "secret_paths", tuple(self.secret_paths))
+        object.__setattr__(self, "allow_secrets", tuple(self.allow_secrets))
         object.__setattr__(self, "command_rules", tuple(self.command_rules))
+        for rule in self.path_rules:
+            if rule.action == "allow" and self._names_secret(rule.pattern):
+                raise UserError(
+                    f"the grant {rule.pattern!r} names a secret file, and grants never "
+                    "lift the default secret deny",
+                    hint=f"to let the agent read it, pass allow_secrets=({rule.pattern!r},)",
+                )
+
+    def _names_secret(self, pattern: str) -> bool:
+        """Whether a grant pattern, read as a path, is a secret not in ``allow_secrets``."""
+        path = Path(os.path.expanduser(pattern.strip()))
+        if not path.parts:
+            return False
+        rel = None if path.is_absolute() else path.as_posix()
+        return self.is_secret(rel, path if path.is_absolute() else Path("/", path))
 
     @classmethod
     def readonly(cls, **overrides: object) -> WorkspacePolicy:
         """Reads inside the root only; every write denied; no shell."""
-        base = cls(write="deny", read_outside="deny", write_outside="deny", allow_shell=False)
-        return replace(base, **overrides)  # type: ignore[arg-type]  # checked in __post_init__
+        base = {"write": "deny", "read_outside": "deny", "write_outside": "deny"}
+        return cls(**(base | {"allow_shell": False} | overrides))  # type: ignore[arg-type]
 
     @classmethod
     def coding(cls, **overrides: object) -> WorkspacePolicy:
@@ -164,14 +223,13 @@ class WorkspacePolicy:
         """
         given: Iterable[PathRule] = overrides.pop("path_rules", ())  # type: ignore[assignment]
         rules = tuple(given)
-        base = cls(path_rules=rules + PROTECTED_RULES)
-        return replace(base, **overrides)  # type: ignore[arg-type]  # checked in __post_init__
+        return cls(path_rules=rules + PROTECTED_RULES, **overrides)  # type: ignore[arg-type]
 
     @classmethod
     def trusted(cls, **overrides: object) -> WorkspacePolicy:
         """Reads anywhere, writes inside, outside writes ask, shell allowed."""
-        base = cls(read_outside="allow", write_outside="ask", shell_default="allow")
-        return replace(base, **overrides)  # type: ignore[arg-type]  # checked in __post_init__
+        base = {"read_outside": "allow", "write_outside": "ask", "shell_default": "allow"}
+        return cls(**(base | overrides))  # type: ignore[arg-type]  # checked in __post_init__
 
     @classmethod
     def for_mode(cls, mode: WorkspaceMode, **overrides: object) -> WorkspacePolicy:
@@ -191,9 +249,21 @@ class WorkspacePolicy:
             return True
         return any(r.action != "deny" and "write" in r.ops for r in self.path_rules)
 
+    def is_secret(self, rel: str | None, path: Path) -> bool:
+        """Whether a resolved path is a secret file that ``allow_secrets`` does not allow."""
+        if not secret_matches(self.secret_paths, rel, path):
+            return False
+        return not any(pattern_matches(p, rel, path) for p in self.allow_secrets)
+
+    def hard_denied(self, rel: str | None, path: Path) -> bool:
+        """Whether any op on the path is denied before rules: ``denied_paths`` or a secret."""
+        if any(pattern_matches(p, rel, path, fold_case=True) for p in self.denied_paths):
+            return True
+        return self.is_secret(rel, path)
+
     def decide_path(self, rel: str | None, path: Path, op: FileOp) -> Decision:
         """The verdict for ``op`` on a resolved path (``rel`` is ``None`` outside the root)."""
-        if any(pattern_matches(p, rel, path) for p in self.denied_paths):
+        if self.hard_denied(rel, path):
             return "deny"
         for rule in self.path_rules:
             if op in rule.ops and rule.matches(rel, path):
@@ -256,13 +326,21 @@ PROTECTED_RULES: tuple[PathRule, ...] = tuple(
 """Coding-mode rules: writes that turn into code execution ask rather than allow."""
 
 
-def pattern_matches(pattern: str, rel: str | None, path: Path) -> bool:
-    """Whether ``pattern`` (any of the three forms) matches a resolved path."""
+def pattern_matches(pattern: str, rel: str | None, path: Path, *, fold_case: bool = False) -> bool:
+    """Whether ``pattern`` (any of the three forms) matches a resolved path.
+
+    ``fold_case`` ignores case (deny matches only: it can only widen them).
+    """
     pattern = pattern.strip()
     if not pattern:
         return False
     if pattern.startswith(("/", "~")):
-        return _subtree_match(_resolve_pattern(pattern), path.parts)
+        resolved = _resolve_pattern(pattern)  # resolved before folding: links keep their case
+        if fold_case:
+            resolved, path = tuple(part.lower() for part in resolved), _lower(path)
+        return _subtree_match(resolved, path.parts)
+    if fold_case:
+        pattern, rel, path = pattern.lower(), None if rel is None else rel.lower(), _lower(path)
     stripped = pattern[2:] if pattern.startswith("./") else pattern
     stripped = stripped.rstrip("/")
     if stripped in ("", "."):
@@ -271,8 +349,59 @@ def pattern_matches(pattern: str, rel: str | None, path: Path) -> bool:
         if rel is None:
             return False
         return _subtree_match(tuple(stripped.split("/")), _rel_parts(rel))
-    segments = _rel_parts(rel) if rel is not None else path.parts[1:]
-    return any(fnmatch.fnmatchcase(seg, stripped) for seg in segments)
+    return any(fnmatch.fnmatchcase(seg, stripped) for seg in _segments(rel, path))
+
+
+def secret_matches(patterns: tuple[str, ...], rel: str | None, path: Path) -> bool:
+    """Whether any secret pattern (segments, matched at any depth, any case) matches a
+    resolved path; a name ending in ``NOT_SECRET_SUFFIXES`` never does."""
+    single, multi = _secret_matcher(patterns)
+    below = _segments(rel, path)
+    if single is not None:
+        for seg in below:
+            if single.fullmatch(seg) and not seg.lower().endswith(NOT_SECRET_SUFFIXES):
+                return True
+    # A multi-segment window must end below the root, as bare patterns do, but may start
+    # above it (a root at ~/.aws still holds .aws/credentials).
+    for wanted in multi:
+        for i, seg in enumerate(below):
+            if not wanted[-1].fullmatch(seg) or seg.lower().endswith(NOT_SECRET_SUFFIXES):
+                continue
+            parts = path.parts[1:]
+            end = len(parts) - len(below) + i  # where ``seg`` sits in the full path
+            start = end - len(wanted) + 1
+            if start >= 0 and all(
+                glob.fullmatch(part) for glob, part in zip(wanted, parts[start:end], strict=False)
+            ):
+                return True
+    return False
+
+
+@functools.lru_cache(maxsize=32)
+def _secret_matcher(
+    patterns: tuple[str, ...],
+) -> tuple[re.Pattern[str] | None, tuple[tuple[re.Pattern[str], ...], ...]]:
+    """One case-insensitive regex for the one-segment patterns, and each multi-segment
+    pattern as a regex per segment: compiled once per pattern set, not per decision."""
+    single: list[str] = []
+    multi: list[tuple[re.Pattern[str], ...]] = []
+    for pattern in patterns:
+        segments = [seg for seg in pattern.strip().split("/") if seg not in ("", ".")]
+        if len(segments) == 1:
+            single.append(fnmatch.translate(segments[0]))
+        elif segments:
+            multi.append(tuple(re.compile(fnmatch.translate(seg), re.I) for seg in segments))
+    joined = re.compile("|".join(f"(?:{p})" for p in single), re.I) if single else None
+    return joined, tuple(multi)
+
+
+def _segments(rel: str | None, path: Path) -> tuple[str, ...]:
+    """The segments a bare pattern looks at: below the root inside it, all of them outside."""
+    return _rel_parts(rel) if rel is not None else path.parts[1:]
+
+
+def _lower(path: Path) -> Path:
+    return Path(str(path).lower())
 
 
 def _rel_parts(rel: str) -> tuple[str, ...]:

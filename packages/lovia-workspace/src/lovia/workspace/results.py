@@ -188,7 +188,10 @@ class ProcessStart:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProcessOutput:
-    """Output since the last read, plus status; ``dropped_chars`` were lost unread."""
+    """Output since the last read, plus status; ``dropped_chars`` were lost unread.
+
+    A drop is also announced at the start of ``output``, the text the model reads.
+    """
 
     process_id: str
     output: str

@@ -7,9 +7,11 @@ the policy and approval gates (it decides how a command runs, never whether):
   bound read-write when writes inside are not denied, and absolute ``writable`` grants
   are bound read-write; paths whose writes ask or are denied (``.git/hooks`` in coding
   mode) are re-bound read-only;
-- denied paths (``denied_paths`` and deny rules for reads) are hidden: a tmpfs over a
-  directory, ``/dev/null`` over a file. Relative and bare patterns are expanded inside
-  the root (bare patterns are not searched for outside it); absolute ones with ``glob``;
+- denied paths (``denied_paths``, deny rules for reads and secret files not in
+  ``allow_secrets``) are hidden: a tmpfs over a directory, ``/dev/null`` over a file.
+  Relative and bare patterns are expanded inside the root (bare patterns are not searched
+  for outside it, secrets only in the home directory and ``~/.ssh``); absolute ones with
+  ``glob``;
 - no network unless the executor was built with ``allow_network=True``; without it,
   ``/run`` and ``/var/run`` are private tmpfs too, since host daemons' Unix sockets there
   (databases, docker, dbus) stay connectable through a read-only mount;
@@ -31,6 +33,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
+import re
 import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -39,6 +42,7 @@ from lovia.exceptions import UserError
 
 from . import _shell
 from .errors import WorkspaceError
+from .paths import relative_to_root
 from .policy import WorkspacePolicy
 from .results import CommandResult
 
@@ -109,12 +113,15 @@ class BubblewrapExecutor:
                     argv += _bind(path, writable=False)
         hidden = list(policy.denied_paths)
         hidden += [r.pattern for r in policy.path_rules if r.action == "deny" and "read" in r.ops]
-        for pattern in hidden:
-            for path in _expand(pattern, root):
-                if path.is_dir():
-                    argv += ["--tmpfs", str(path)]
-                else:
-                    argv += ["--ro-bind", "/dev/null", str(path)]
+        bare = [p.strip() for p in hidden if p.strip() and not _has_slash_or_home(p)]
+        paths = {path for p in hidden if p.strip() not in bare for path in _expand(p, root)}
+        paths |= {Path(os.path.realpath(p)) for p in _scan(root, bare, policy)}
+        paths |= _home_secrets(policy)
+        for path in sorted(paths):
+            if path.is_dir():
+                argv += ["--tmpfs", str(path)]
+            else:
+                argv += ["--ro-bind", "/dev/null", str(path)]
         argv += ["--chdir", cwd, "--", "/bin/sh", "-c", command]
         return argv
 
@@ -153,24 +160,47 @@ def _expand(pattern: str, root: Path) -> list[Path]:
         relative = pattern[2:] if pattern.startswith("./") else pattern
         found = glob.glob(str(root / relative.rstrip("/")))
     else:
-        found = [str(p) for p in _scan(root, pattern)]
+        found = [str(p) for p in _scan(root, [pattern])]
     return sorted({Path(os.path.realpath(p)) for p in found})
 
 
-def _scan(root: Path, pattern: str) -> Iterator[Path]:
-    """Entries under ``root`` whose name matches a bare pattern (matched dirs not entered).
+def _has_slash_or_home(pattern: str) -> bool:
+    return "/" in pattern or pattern.strip().startswith("~")
+
+
+def _home_secrets(policy: WorkspacePolicy) -> set[Path]:
+    """Secret files where tools keep them: in the home directory and ``~/.ssh``."""
+    found: set[Path] = set()
+    for pattern in policy.secret_paths:
+        for where in ("~", "~/.ssh"):
+            for hit in glob.glob(os.path.join(os.path.expanduser(where), pattern.strip())):
+                path = Path(os.path.realpath(hit))
+                if policy.is_secret(None, path):
+                    found.add(path)
+    return found
+
+
+def _scan(root: Path, bare: list[str], secrets: WorkspacePolicy | None = None) -> Iterator[Path]:
+    """Entries under ``root`` a bare pattern names, or that are secret files under the
+    ``secrets`` policy (matched directories are not entered).
 
     Raises ``WorkspaceError`` rather than run with a denied path left visible when the
     tree is too big to scan.
     """
+    patterns = secrets.secret_paths if secrets is not None else ()
+    if not bare and not patterns:
+        return
+    # A cheap filter on the name first: a secret's last segment matches a pattern's last one.
+    names = [p.strip().rstrip("/").rsplit("/", 1)[-1] for p in patterns]
+    maybe_secret = re.compile("|".join(fnmatch.translate(n) for n in names if n) or "(?!)", re.I)
     stack, visited = [root], 0
     while stack:
         if visited == _MAX_SCAN_DIRS:
             raise WorkspaceError(
                 f"the workspace has over {_MAX_SCAN_DIRS} directories; the sandbox cannot "
-                f"find every path the denied pattern {pattern!r} names",
-                hint="use a workspace-relative (a/b) or absolute denied pattern instead of "
-                "a bare name, or a smaller root",
+                "find every path a bare denied pattern or a secret pattern names",
+                hint="use workspace-relative (a/b) or absolute denied patterns, "
+                "WorkspacePolicy(secret_paths=...) with absolute patterns, or a smaller root",
             )
         current = stack.pop()
         visited += 1
@@ -179,7 +209,12 @@ def _scan(root: Path, pattern: str) -> Iterator[Path]:
         except OSError:
             continue
         for entry in entries:
-            if fnmatch.fnmatchcase(entry.name, pattern):
-                yield Path(entry.path)
+            full = Path(entry.path)
+            if any(fnmatch.fnmatchcase(entry.name, p) for p in bare) or (
+                secrets is not None
+                and maybe_secret.match(entry.name)
+                and secrets.is_secret(relative_to_root(full, root), full)
+            ):
+                yield full
             elif entry.is_dir(follow_symlinks=False):
-                stack.append(Path(entry.path))
+                stack.append(full)

@@ -172,17 +172,14 @@ def render_command(result: CommandResult) -> str:
 
 
 def render_process_output(result: ProcessOutput) -> str:
-    """Status line plus the new output, announcing dropped characters."""
+    """Status line plus the new output (which announces dropped characters itself)."""
     if result.state == "running":
         status = f"{result.process_id}: running"
     elif result.state == "killed":
         status = f"{result.process_id}: killed"
     else:
         status = f"{result.process_id}: exited with code {result.exit_code}"
-    parts = [status]
-    if result.dropped_chars:
-        parts.append(f"[{result.dropped_chars} older characters were dropped unread]")
-    parts.append(result.output.rstrip("\n") if result.output else "(no new output)")
+    parts = [status, result.output.rstrip("\n") if result.output else "(no new output)"]
     return "\n".join(parts)
 
 

@@ -143,6 +143,7 @@ class Workspace:
         readable: Sequence[str] = (),
         writable: Sequence[str] = (),
         denied_paths: Sequence[str] = (),
+        allow_secrets: Sequence[str] = (),
         path_rules: Sequence[PathRule] = (),
         command_rules: Sequence[CommandRule] = (),
         env: Mapping[str, str] | None = None,
@@ -155,8 +156,11 @@ class Workspace:
 
         ``mode`` picks a preset; ``readable``/``writable`` grant extra paths (as allow
         rules), ``denied_paths`` block paths outright, ``path_rules``/``command_rules``
-        refine it; or pass a whole ``policy`` (then none of those). ``env`` adds variables
-        to the minimal command environment; ``inherit_env=True`` passes the full one.
+        refine it; or pass a whole ``policy`` (then none of those). Secret files
+        (``.env``, keys, credentials: ``DEFAULT_SECRET_PATHS``) are denied in every mode;
+        ``allow_secrets`` lists the ones the agent may use (a grant naming one raises).
+        ``env`` adds variables to the minimal command environment; ``inherit_env=True``
+        passes the full one.
         ``executor`` runs commands (e.g. ``BubblewrapExecutor()``). Raises ``UserError`` for
         an unknown mode, a missing root, ``policy`` mixed with shorthand knobs, or write or
         command knobs on a read-only workspace.
@@ -167,11 +171,11 @@ class Workspace:
                 f"workspace root {os.fspath(root)!r} is not an existing directory",
                 hint="create it first or pass the right path",
             )
-        knobs = readable or writable or denied_paths or path_rules or command_rules
+        knobs = readable or writable or denied_paths or allow_secrets or path_rules or command_rules
         if policy is not None and knobs:
             raise UserError(
                 "policy= cannot be combined with readable/writable/denied_paths/"
-                "path_rules/command_rules",
+                "allow_secrets/path_rules/command_rules",
                 hint="put those into the WorkspacePolicy you pass",
             )
         if policy is None:
@@ -184,6 +188,7 @@ class Workspace:
                 mode,
                 path_rules=tuple(path_rules) + expand_grants(readable, writable),
                 denied_paths=tuple(denied_paths),
+                allow_secrets=tuple(allow_secrets),
                 command_rules=tuple(command_rules),
             )
         return LocalWorkspace(
