@@ -22,7 +22,6 @@ from html.parser import HTMLParser
 from urllib.parse import urljoin, urlsplit
 
 
-
 def _tags(names: str) -> frozenset[str]:
     return frozenset(names.split())
 
