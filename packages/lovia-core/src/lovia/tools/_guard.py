@@ -56,16 +56,16 @@ def blocked_reason(address: str) -> str | None:
         return "not an IP address"
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped  # ::ffff:127.0.0.1 reaches 127.0.0.1
-    # The named classes first (the message says which), then everything not globally
-    # routable (shared address space, documentation and benchmark networks, NAT64, ...).
+    # The named classes first (the message says which), then everything else that is not
+    # globally routable (shared address space, documentation and benchmark networks, ...).
     for reason, hit in (
         ("unspecified", ip.is_unspecified),
         ("loopback", ip.is_loopback),
         ("link-local", ip.is_link_local),
         ("multicast", ip.is_multicast),
-        ("private", ip.is_private),
         ("reserved", ip.is_reserved),
-        ("not globally routable", not ip.is_global),
+        ("private", ip.is_private),
+        ("non-global", not ip.is_global),
     ):
         if hit:
             return reason
@@ -81,17 +81,20 @@ def check_addresses(host: str, addresses: Iterable[str]) -> str:
         reason = blocked_reason(address)
         if reason is not None:
             shown = host if host == address else f"{host} resolves to {address}, which"
+            article = "an" if reason[0] in "aeiou" else "a"
             raise BlockedAddressError(
-                f"refused to connect: {shown} is a {reason} address", hint=_OPT_OUT
+                f"refused to connect: {shown} is {article} {reason} address", hint=_OPT_OUT
             )
     return found[0]
 
 
 def _literal(host: str) -> str | None:
+    bare = host.strip("[]")
     try:
-        return str(ipaddress.ip_address(host.strip("[]")))
+        ipaddress.ip_address(bare)
     except ValueError:
         return None
+    return bare
 
 
 def guarded_backend(resolver: Resolver | None = None) -> httpcore.AsyncNetworkBackend:
