@@ -14,13 +14,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
 from lovia import Agent, Runner, ToolResultEntry
 from lovia.exceptions import ToolError
 from lovia.http_config import make_async_client
 from lovia.testing import ScriptedProvider, call, text
 from lovia.tools import HttpReader, http_request, page_reader, read_page
 from lovia.tools._guard import blocked_reason
+
 from tests.conftest import _guarded_connect, _real_connect
 from tests.core.builtin_server import Site, page, redirect, serve
 
@@ -130,7 +130,8 @@ async def test_read_page_refuses_loopback_by_default(site: Site) -> None:
 
 async def test_a_name_resolving_to_a_private_address_is_refused(site: Site) -> None:
     reader = HttpReader(resolver=resolver({"intranet.example": [["10.0.0.7"]]}))
-    with pytest.raises(ToolError, match="intranet.example resolves to 10.0.0.7, which is a private"):
+    expected = "intranet.example resolves to 10.0.0.7, which is a private address"
+    with pytest.raises(ToolError, match=expected):
         await reader.read(f"http://intranet.example:{site.port}/")
 
 
