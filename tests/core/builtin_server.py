@@ -1,4 +1,5 @@
-"""A real HTTP server on 127.0.0.1 for the built-in tool tests, with routes set per test.
+"""A real HTTP server on 127.0.0.1 for the built-in tool tests, with routes set per test,
+and ``run_tool``, which calls one tool through a real run.
 
 Each route is a function of the request handler that writes the whole response itself, so a
 test can send exactly the bytes a hostile or broken server would: wrong charsets, gzip,
@@ -13,6 +14,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from lovia import Agent, Runner, ToolResultEntry
+from lovia.testing import ScriptedProvider, call, text
 
 Route = Callable[["Handler"], None]
 
@@ -114,3 +119,12 @@ def serve() -> Iterator[Site]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+async def run_tool(tool: Any, args: dict[str, Any], **agent_options: Any) -> ToolResultEntry:
+    """Run an agent whose scripted model calls ``tool`` once; return the call's result."""
+    provider = ScriptedProvider([call(tool.name, args), text("done")])
+    agent = Agent(name="a", model=provider, tools=[tool], **agent_options)
+    result = await Runner.run(agent, "go")
+    (entry,) = [e for e in result.entries if isinstance(e, ToolResultEntry)]
+    return entry

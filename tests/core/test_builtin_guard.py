@@ -14,15 +14,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from lovia import Agent, Runner, ToolResultEntry
 from lovia.exceptions import ToolError
 from lovia.http_config import make_async_client
-from lovia.testing import ScriptedProvider, call, text
 from lovia.tools import HttpReader, http_request, page_reader, read_page
 from lovia.tools._guard import blocked_reason
 
 from tests.conftest import _guarded_connect, _real_connect
-from tests.core.builtin_server import Site, page, redirect, serve
+from tests.core.builtin_server import Site, page, redirect, run_tool, serve
 
 PUBLIC = "93.184.216.34"  # a globally routable address no test ever really reaches
 
@@ -60,13 +58,6 @@ def resolver(answers: dict[str, list[list[str]]]) -> Any:
 
     resolve.asked = asked  # type: ignore[attr-defined]
     return resolve
-
-
-async def run_tool(tool: Any, args: dict[str, Any]) -> ToolResultEntry:
-    provider = ScriptedProvider([call(tool.name, args), text("done")])
-    result = await Runner.run(Agent(name="a", model=provider, tools=[tool]), "go")
-    (entry,) = [e for e in result.entries if isinstance(e, ToolResultEntry)]
-    return entry
 
 
 @pytest.mark.parametrize(
