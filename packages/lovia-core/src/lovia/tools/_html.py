@@ -164,6 +164,7 @@ class _TreeBuilder(HTMLParser):
             targets, bounds = frozenset({"p"}), _BLOCK - {"p"}
         if targets is None:
             return
+        bounds |= _DROPPED  # never close across a dropped container (<noscript><p>)
         # Close the outermost open target below the nearest boundary (with its contents).
         cut = None
         for i in range(len(self._stack) - 1, 0, -1):
@@ -237,8 +238,8 @@ def resolve_url(href: str, base: str) -> str | None:
     href = re.sub(r"[\t\n\r]", "", _clean(href)).strip()
     if not href or href.startswith("#"):
         return None
-    absolute = urljoin(base, href) if base else href
     try:
+        absolute = urljoin(base, href) if base else href
         parts = urlsplit(absolute)
     except ValueError:  # e.g. an invalid IPv6 literal
         return None
@@ -252,6 +253,7 @@ def resolve_url(href: str, base: str) -> str | None:
 class _Renderer:
     def __init__(self, base: str) -> None:
         self.base = base
+        self._cell_depth = 0  # > 0 while rendering the inside of a table cell
 
     # Blocks: a node's content as a list of markdown blocks.
 
@@ -345,6 +347,18 @@ class _Renderer:
         return "\n".join(lines)
 
     def table(self, node: _Node) -> list[str]:
+        if self._cell_depth:  # a table inside a cell: its text, on one line
+            self._cell_depth += 1
+            try:
+                cells = [
+                    " ".join(self.blocks(c))
+                    for row, _ in _table_rows(node)
+                    for c in row.children
+                    if isinstance(c, _Node) and c.tag in ("td", "th")
+                ]
+            finally:
+                self._cell_depth -= 1
+            return [" ".join(c for c in cells if c)]
         rows: list[list[str]] = []
         header_rows = 0
         caption: list[str] = []
@@ -352,7 +366,11 @@ class _Renderer:
             cells: list[str] = []
             for cell in row.children:
                 if isinstance(cell, _Node) and cell.tag in ("td", "th") and not _hidden(cell):
-                    text = " ".join(b.replace("\n", " ") for b in self.blocks(cell))
+                    self._cell_depth += 1
+                    try:
+                        text = " ".join(b.replace("\n", " ") for b in self.blocks(cell))
+                    finally:
+                        self._cell_depth -= 1
                     cells.append(text.replace("|", "\\|"))
                     cells.extend("" for _ in range(_span(cell) - 1))
             if cells:
@@ -365,9 +383,9 @@ class _Renderer:
         if width <= 1:  # a layout table: its cells are just blocks
             return caption + [b for r in rows for b in r if b]
         rows = [r + [""] * (width - len(r)) for r in rows]
-        lines = ["| " + " | ".join(rows[0]) + " |", "|" + " --- |" * width]
-        lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
-        return [*caption, "\n".join(line.replace("|  |", "| |") for line in lines)]
+        lines = [_table_row(rows[0]), "|" + " --- |" * width]
+        lines += [_table_row(r) for r in rows[1:]]
+        return [*caption, "\n".join(lines)]
 
     # Inline: a node's content as one run of markdown text.
 
@@ -422,6 +440,10 @@ def _paragraph(text: str) -> str:
 
 def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line if line else line for line in text.split("\n"))
+
+
+def _table_row(cells: list[str]) -> str:
+    return "|" + "|".join(f" {c} " if c else " " for c in cells) + "|"
 
 
 def _span(cell: _Node) -> int:
