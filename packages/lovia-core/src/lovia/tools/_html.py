@@ -348,17 +348,13 @@ class _Renderer:
 
     def table(self, node: _Node) -> list[str]:
         if self._cell_depth:  # a table inside a cell: its text, on one line
-            self._cell_depth += 1
-            try:
-                cells = [
-                    " ".join(self.blocks(c))
-                    for row, _ in _table_rows(node)
-                    for c in row.children
-                    if isinstance(c, _Node) and c.tag in ("td", "th")
-                ]
-            finally:
-                self._cell_depth -= 1
-            return [" ".join(c for c in cells if c)]
+            texts = (
+                " ".join(self.blocks(c))
+                for row, _ in _table_rows(node)
+                for c in row.children
+                if isinstance(c, _Node) and c.tag in ("td", "th")
+            )
+            return [" ".join(t for t in texts if t)]
         rows: list[list[str]] = []
         header_rows = 0
         caption: list[str] = []
