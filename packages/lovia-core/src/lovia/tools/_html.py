@@ -62,11 +62,13 @@ _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _USABLE_SCHEMES = ("http", "https", "mailto")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Node:
     tag: str
     attrs: dict[str, str]
     children: list[_Node | str] = field(default_factory=list)
+    hidden: bool = False
+    """Dropped with its content (scripts, styles, hidden elements)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +113,7 @@ class _TreeBuilder(HTMLParser):
         values = {k: v or "" for k, v in attrs}
         self._head_tag(tag, values)
         self._close_implied(tag)
-        node = _Node(tag, values)
+        node = _Node(tag, values, hidden=_is_hidden(tag, values))
         if len(self._stack) > _MAX_DEPTH and tag not in _VOID:
             self._overflow[tag] = self._overflow.get(tag, 0) + 1
             return
@@ -180,15 +182,18 @@ class _TreeBuilder(HTMLParser):
 # --- rendering --------------------------------------------------------------------------
 
 
-def _hidden(node: _Node) -> bool:
-    attrs = node.attrs
+def _is_hidden(tag: str, attrs: dict[str, str]) -> bool:
     return (
-        node.tag in _DROPPED
+        tag in _DROPPED
         or "hidden" in attrs
         or attrs.get("aria-hidden", "").lower() == "true"
-        or (node.tag == "input" and attrs.get("type", "").lower() == "hidden")
-        or bool(_HIDDEN_STYLE.search(attrs.get("style", "")))
+        or (tag == "input" and attrs.get("type", "").lower() == "hidden")
+        or ("style" in attrs and bool(_HIDDEN_STYLE.search(attrs["style"])))
     )
+
+
+def _hidden(node: _Node) -> bool:
+    return node.hidden
 
 
 def _clean(text: str) -> str:
