@@ -106,12 +106,16 @@ async def fetch(
     _check_scheme(url)
     await asyncio.to_thread(prepare_http)  # httpx import and TLS setup block: not on the loop
     allowed = resolve_allow_private(allow_private)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout  # one budget for every attempt, hop and read
     attempts = 2 if retry_dropped else 1
     for attempt in range(1, attempts + 1):
+        left = deadline - loop.time()
         try:
+            if left <= 0:
+                raise asyncio.TimeoutError
             return await asyncio.wait_for(
-                _exchange(url, method, headers, body, timeout, max_bytes, allowed, resolver),
-                timeout,
+                _exchange(url, method, headers, body, left, max_bytes, allowed, resolver), left
             )
         except asyncio.TimeoutError:
             raise ToolError(
