@@ -68,7 +68,10 @@ async def test_method_headers_and_body_reach_the_server(site: Site) -> None:
 async def test_the_default_user_agent_names_lovia(site: Site) -> None:
     site.routes["/echo"] = echo
     entry = await run_tool(http_request, {"url": site.url("/echo")})
-    assert json.loads(body_of(entry.output))["headers"]["user-agent"].startswith("lovia")
+    assert (
+        json.loads(body_of(entry.output))["headers"]["user-agent"]
+        == "Mozilla/5.0 (compatible; lovia)"
+    )
 
 
 async def test_writes_need_approval_and_are_denied_without_a_decision(site: Site) -> None:

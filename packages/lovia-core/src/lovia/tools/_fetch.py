@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 DEFAULT_MAX_BYTES = 1_048_576
 """The download cap: bytes of (decompressed) body kept, 1 MiB."""
 
-USER_AGENT = "lovia (+https://github.com/lovia-ai/lovia)"
+USER_AGENT = "Mozilla/5.0 (compatible; lovia)"
+"""Sent unless the caller gives one; some sites refuse requests without a browser-like agent."""
 MAX_REDIRECTS = 10
 
 _TransportKey = tuple[bool, Any]
