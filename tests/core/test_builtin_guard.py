@@ -126,6 +126,15 @@ async def test_a_name_resolving_to_a_private_address_is_refused(site: Site) -> N
         await reader.read(f"http://intranet.example:{site.port}/")
 
 
+async def test_the_same_name_is_fetched_once_private_addresses_are_allowed(site: Site) -> None:
+    resolve = resolver({"intranet.example": [["127.0.0.1"]]})
+    got = await HttpReader(allow_private=True, resolver=resolve).read(
+        f"http://intranet.example:{site.port}/"
+    )
+    assert got.title == "Home" and resolve.asked == ["intranet.example"]
+    assert site.seen[0].headers["host"] == f"intranet.example:{site.port}"
+
+
 async def test_one_private_answer_among_public_ones_is_enough_to_refuse() -> None:
     reader = HttpReader(resolver=resolver({"mixed.example": [[PUBLIC, "127.0.0.1"]]}))
     with pytest.raises(ToolError, match="resolves to 127.0.0.1"):

@@ -16,11 +16,11 @@ import codecs
 import re
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..exceptions import ToolError
-from ._guard import BlockedAddressError, Resolver, guarded_backend
+from ._guard import BlockedAddressError, Resolver, pinned_backend
 
 if TYPE_CHECKING:
     import httpx
@@ -32,9 +32,8 @@ USER_AGENT = "Mozilla/5.0 (compatible; lovia)"
 """Sent unless the caller gives one; some sites refuse requests without a browser-like agent."""
 MAX_REDIRECTS = 10
 
-_TransportKey = tuple[bool, Any]
 _transports: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[_TransportKey, httpx.AsyncBaseTransport]
+    asyncio.AbstractEventLoop, dict[tuple[bool, Resolver | None], httpx.AsyncBaseTransport]
 ] = weakref.WeakKeyDictionary()
 
 
@@ -45,24 +44,22 @@ def shared_transport(*, allow_private: bool, resolver: Resolver | None) -> httpx
     from ..http_config import resolve_verify
 
     per_loop = _transports.setdefault(asyncio.get_running_loop(), {})
-    key: _TransportKey = (allow_private, None if allow_private else resolver)
-    transport = per_loop.get(key)
+    transport = per_loop.get((allow_private, resolver))
     if transport is None:
+        import httpcore
+
         verify = resolve_verify()
         limits = httpx.Limits(max_connections=20, max_keepalive_connections=0)
-        base = httpx.AsyncHTTPTransport(verify=verify, trust_env=False, limits=limits)
-        if not allow_private:
-            import httpcore
-
-            # httpx exposes no network-backend option: give the transport a pool built
-            # with the guarded backend (its only use of _pool is to send through it).
-            base._pool = httpcore.AsyncConnectionPool(
-                ssl_context=httpx.create_ssl_context(verify=verify, trust_env=False),
-                max_connections=limits.max_connections,
-                max_keepalive_connections=0,
-                network_backend=guarded_backend(resolver),
-            )
-        transport = per_loop[key] = base
+        transport = httpx.AsyncHTTPTransport(verify=verify, trust_env=False, limits=limits)
+        # httpx has no network-backend option: give the transport a pool built on the
+        # pinning backend (the transport only ever sends through its _pool).
+        transport._pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(verify=verify, trust_env=False),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=0,
+            network_backend=pinned_backend(resolver, allow_private=allow_private),
+        )
+        per_loop[(allow_private, resolver)] = transport
     return transport
 
 

@@ -9,6 +9,7 @@ connecting in one place means a DNS answer that changes between the two (rebindi
 slip past, and the Host header and TLS server name stay the original host's because
 httpcore keeps them from the URL, not from the address dialled.
 
+With ``allow_private`` the same backend resolves and pins but skips the check.
 Host names are resolved by ``socket.getaddrinfo`` (so odd spellings such as ``2130706433``
 or ``0177.0.0.1`` resolve, and are checked, exactly as the C library would connect to
 them) unless a resolver is injected.
@@ -97,8 +98,11 @@ def _literal(host: str) -> str | None:
     return bare
 
 
-def guarded_backend(resolver: Resolver | None = None) -> httpcore.AsyncNetworkBackend:
-    """An httpcore network backend that dials only checked public addresses."""
+def pinned_backend(
+    resolver: Resolver | None = None, *, allow_private: bool = False
+) -> httpcore.AsyncNetworkBackend:
+    """An httpcore network backend that resolves each host once and dials that address;
+    unless ``allow_private``, only after checking every answer is public."""
     import httpcore
 
     resolve = resolver or system_resolver
@@ -123,7 +127,12 @@ def guarded_backend(resolver: Resolver | None = None) -> httpcore.AsyncNetworkBa
                     addresses = await asyncio.to_thread(resolve, host)
                 except OSError as exc:  # gaierror: the name does not resolve
                     raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from exc
-            pinned = check_addresses(host, addresses)
+            if allow_private:
+                if not addresses:
+                    raise ToolError(f"{host} resolves to no address")
+                pinned = addresses[0]
+            else:
+                pinned = check_addresses(host, addresses)
             return await self._inner.connect_tcp(
                 pinned,
                 port,
@@ -138,7 +147,7 @@ def guarded_backend(resolver: Resolver | None = None) -> httpcore.AsyncNetworkBa
             timeout: float | None = None,
             socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
         ) -> httpcore.AsyncNetworkStream:
-            raise BlockedAddressError("refused to connect to a Unix socket", hint=_OPT_OUT)
+            raise BlockedAddressError("the built-in HTTP tools do not use Unix sockets")
 
         async def sleep(self, seconds: float) -> None:
             await self._inner.sleep(seconds)
