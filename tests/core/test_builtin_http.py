@@ -9,6 +9,8 @@ from __future__ import annotations
 import gzip
 import json
 import time
+import tracemalloc
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -192,9 +194,42 @@ async def test_gzip_is_decoded_and_a_gzip_bomb_is_capped(site: Site) -> None:
     site.routes["/bomb"] = lambda h: send(
         h, 200, bomb, "text/plain", headers={"Content-Encoding": "gzip"}
     )
-    entry = await run_tool(http_request, {"url": site.url("/bomb"), "max_chars": 100})
+    tracemalloc.start()
+    try:
+        entry = await run_tool(http_request, {"url": site.url("/bomb"), "max_chars": 100})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 12_000_000  # inflated in bounded steps, never 30 MB at once
     assert "of 1048576 characters" in entry.output
     assert "download stopped at the 1048576-byte cap" in entry.output
+
+
+@pytest.mark.parametrize("wbits", [zlib.MAX_WBITS, -zlib.MAX_WBITS])  # zlib-wrapped, raw
+async def test_deflate_is_decoded_with_or_without_its_zlib_header(site: Site, wbits: int) -> None:
+    packer = zlib.compressobj(wbits=wbits)
+    packed = packer.compress(b"deflated " * 50_000) + packer.flush()
+    site.routes["/d"] = lambda h: send(
+        h, 200, packed, "text/plain", headers={"Content-Encoding": "deflate"}
+    )
+    entry = await run_tool(http_request, {"url": site.url("/d"), "max_chars": 200_000})
+    assert body_of(entry.output).startswith("deflated " * 1000)
+    assert "of 450000 characters" in entry.output
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xff\xff\xff\xff",  # a bad block
+        gzip.compress(b"cut short " * 100)[:-12],  # truncated
+    ],
+)
+async def test_a_corrupt_gzip_body_is_an_error(site: Site, body: bytes) -> None:
+    site.routes["/bad"] = lambda h: send(
+        h, 200, body, "text/plain", headers={"Content-Encoding": "gzip"}
+    )
+    entry = await run_tool(http_request, {"url": site.url("/bad")})
+    assert entry.is_error and "127.0.0.1 sent a body that does not decode" in entry.output
 
 
 def _stall(h: Handler) -> None:

@@ -15,6 +15,8 @@ import asyncio
 import codecs
 import re
 import weakref
+import zlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -180,14 +182,14 @@ async def _read(response: httpx.Response, max_bytes: int) -> Fetched:
     size = 0
     capped = False
     try:
-        async for chunk in response.aiter_bytes():
+        async for chunk in _decoded(response):
             if size + len(chunk) > max_bytes:
                 chunks.append(chunk[: max_bytes - size])
                 capped = True
                 break
             chunks.append(chunk)
             size += len(chunk)
-    except httpx.DecodingError as exc:
+    except (httpx.DecodingError, zlib.error) as exc:
         raise ToolError(f"{response.url.host} sent a body that does not decode: {exc}") from None
     except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
         raise _Dropped(response.url.host, str(exc) or type(exc).__name__) from None
@@ -204,6 +206,39 @@ async def _read(response: httpx.Response, max_bytes: int) -> Fetched:
         body=b"".join(chunks),
         size_capped=capped,
     )
+
+
+_INFLATE_STEP = 65_536
+
+
+async def _decoded(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body, decompressed a bounded step at a time.
+
+    httpx inflates each network read whole, so one 64 KiB read of a compression bomb would
+    become tens of megabytes before the cap could cut it. gzip and deflate (the encodings
+    we ask for) are inflated here instead, never more than ``_INFLATE_STEP`` at once.
+    """
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding not in ("gzip", "x-gzip", "deflate"):
+        async for chunk in response.aiter_bytes():
+            yield chunk
+        return
+    gzip = encoding != "deflate"
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS if gzip else zlib.MAX_WBITS)
+    first = True
+    async for data in response.aiter_raw():
+        if first and not gzip and data and data[0] & 0x0F != 8:
+            inflater = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, no zlib header
+        first = False
+        while True:  # a full step may leave output pending even with no input left
+            out = inflater.decompress(data, _INFLATE_STEP)
+            data = inflater.unconsumed_tail
+            if out:
+                yield out
+            if not data and len(out) < _INFLATE_STEP:
+                break
+    if not first and not inflater.eof:
+        raise zlib.error("the compressed body ends early")
 
 
 def _check_scheme(url: str) -> None:
