@@ -194,9 +194,11 @@ def test_images_drop_data_and_script_urls_and_are_deduplicated() -> None:
         ("<pre>has ``` fence</pre>", "````\nhas ``` fence\n````"),
         ("<ul><li></li><li>x</li></ul>", "- x"),
         ("<p>&amp; &lt; &gt; &quot; &nbsp;x</p>", '& \\< > " x'),
+        ("<p>Title<br>---<br>===</p>", "Title\n\\---\n\\==="),  # not a setext heading
+        ("<p>3) three</p>", "3\\) three"),
         (
             "<p>+ plus</p><p>- minus</p><p>> quote</p><p>12. twelve</p>",
-            "\\+ plus\n\n\\- minus\n\n\\> quote\n\n\\12. twelve",
+            "\\+ plus\n\n\\- minus\n\n\\> quote\n\n12\\. twelve",
         ),
     ],
 )

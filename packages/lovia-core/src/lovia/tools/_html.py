@@ -56,7 +56,10 @@ _MAX_DEPTH = 120
 _UNSAFE_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 _SPACES = re.compile(r"[ \t\r\n\f\v\u00a0]+")
 _ESCAPE = re.compile(r"([\\`*\[\]<])|(?<!\w)_|_(?!\w)")
-_LINE_START = re.compile(r"^(#{1,6}(?=\s|$)|>|[-+](?=\s)|\d+(?=[.)]\s))")
+# Text at a line start that markdown would read as syntax: a heading, a quote, a bullet,
+# a setext underline (escaped by its first character), or an ordered marker (by its dot).
+_LINE_START = re.compile(r"^(#{1,6}(?=\s|$)|>|[-+](?=\s)|[-=](?=[-=]*\s*$))")
+_LINE_START_NUMBER = re.compile(r"^(\d+)([.)])(?=\s)")
 _LANGUAGE = re.compile(r"(?:^|\s)(?:language|lang)-([\w+#.-]+)")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _USABLE_SCHEMES = ("http", "https", "mailto")
@@ -205,7 +208,8 @@ def _escape(text: str) -> str:
 
 
 def _escape_line_starts(text: str) -> str:
-    return "\n".join(_LINE_START.sub(r"\\\1", line) for line in text.split("\n"))
+    lines = (_LINE_START.sub(r"\\\1", line) for line in text.split("\n"))
+    return "\n".join(_LINE_START_NUMBER.sub(r"\1\\\2", line) for line in lines)
 
 
 def _join_blocks(blocks: list[str]) -> str:
