@@ -9,6 +9,7 @@ bodies without an end, dropped connections. Requests are recorded for assertions
 from __future__ import annotations
 
 import gzip
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -103,12 +104,16 @@ def redirect(location: str, status: int = 302) -> Route:
 
 
 @contextmanager
-def serve() -> Iterator[Site]:
-    """Run a server on a free port for the duration of the block."""
+def serve(tls: ssl.SSLContext | None = None) -> Iterator[Site]:
+    """Run a server on a free port for the duration of the block (HTTPS with ``tls``)."""
     site = Site()
     handler = type("BoundHandler", (Handler,), {"site": site})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
+    if tls is not None:  # the handshake runs in the handler's thread, on its first read
+        server.socket = tls.wrap_socket(
+            server.socket, server_side=True, do_handshake_on_connect=False
+        )
     site.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()

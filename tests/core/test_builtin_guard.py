@@ -9,8 +9,12 @@ can see exactly which address the tool dialled.
 
 from __future__ import annotations
 
+import shutil
 import socket
+import ssl
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +25,7 @@ from lovia.tools._guard import blocked_reason
 
 from tests.conftest import _guarded_connect, _real_connect
 from tests.core.builtin_server import Site, page, redirect, run_tool, serve
+from tests.support import require
 
 PUBLIC = "93.184.216.34"  # a globally routable address no test ever really reaches
 
@@ -238,3 +243,48 @@ async def test_a_redirect_to_another_scheme_is_refused(site: Site) -> None:
     site.routes["/go"] = redirect("file:///etc/passwd")
     with pytest.raises(ToolError, match="only http and https"):
         await HttpReader(allow_private=True).read(site.url("/go"))
+
+
+@pytest.fixture
+def tls_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Site, list[str]]]:
+    """An HTTPS server whose certificate names only secure.example; records the SNI sent."""
+    openssl = shutil.which("openssl")
+    require(openssl is not None, "the openssl command is not installed")
+    assert openssl is not None
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=secure.example",
+         "-addext", "subjectAltName=DNS:secure.example"],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    names: list[str] = []
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(cert, key)
+    server_tls.sni_callback = lambda sock, name, ctx: names.append(name or "")
+    monkeypatch.setenv("LOVIA_HTTP_CA_BUNDLE", str(cert))  # trust exactly this certificate
+    with serve(server_tls) as s:
+        s.routes["/"] = page("<title>Secure</title><p>over TLS</p>")
+        yield s, names
+
+
+async def test_a_pinned_https_connection_keeps_the_host_name_for_sni_and_verification(
+    tls_site: tuple[Site, list[str]], dialled: list[Any]
+) -> None:
+    site, names = tls_site
+    reader = HttpReader(resolver=resolver({"secure.example": [[PUBLIC]]}))
+    got = await reader.read(f"https://secure.example:{site.port}/")
+    assert (got.title, got.text) == ("Secure", "over TLS")
+    assert dialled == [(PUBLIC, site.port)]  # the checked address was dialled...
+    assert names == ["secure.example"]  # ...but TLS named the host, not the address
+    assert site.seen[0].headers["host"] == f"secure.example:{site.port}"
+
+
+async def test_a_certificate_for_another_name_is_still_refused_when_pinned(
+    tls_site: tuple[Site, list[str]], dialled: list[Any]
+) -> None:
+    site, _ = tls_site
+    reader = HttpReader(resolver=resolver({"other.example": [[PUBLIC]]}))
+    with pytest.raises(ToolError, match="cannot reach other.example"):
+        await reader.read(f"https://other.example:{site.port}/")
+    assert site.seen == []
