@@ -6,6 +6,9 @@ Environment (an explicit argument always wins):
 * ``LOVIA_PROVIDER_TRUST_ENV``: honour proxy variables and ``.netrc`` (off by default).
 * ``LOVIA_HTTP_INSECURE``: skip TLS verification (wins over everything else).
 * ``LOVIA_HTTP_CA_BUNDLE``: a CA file or directory to verify against.
+* ``LOVIA_HTTP_ALLOW_PRIVATE``: let the built-in HTTP tools (``http_request``, ``read_page``)
+  reach private, loopback and link-local addresses, for the whole process (off by default;
+  ``allow_private=True`` opens one reader or tool factory). Provider clients are never guarded.
 
 Without either TLS variable, the system trust store is used through ``truststore`` when it is
 installed, else certifi's bundle. SOCKS proxies in the environment are ignored (they would
@@ -29,6 +32,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "make_async_client",
     "prepare_http",
+    "resolve_allow_private",
     "resolve_timeout",
     "resolve_trust_env",
     "resolve_verify",
@@ -68,6 +72,12 @@ def resolve_trust_env(trust_env: bool | None = None) -> bool:
     if trust_env is not None:
         return trust_env
     return _env_flag("LOVIA_PROVIDER_TRUST_ENV")
+
+
+def resolve_allow_private(allow_private: bool = False) -> bool:
+    """Whether a built-in HTTP tool may reach non-public addresses: ``allow_private``, or
+    ``LOVIA_HTTP_ALLOW_PRIVATE`` for the whole process."""
+    return allow_private or _env_flag("LOVIA_HTTP_ALLOW_PRIVATE")
 
 
 @cache
