@@ -46,7 +46,11 @@ def test_timeout_from_env(
 ) -> None:
     if env is not None:
         monkeypatch.setenv("LOVIA_PROVIDER_TIMEOUT", env)
-    assert resolve_timeout() == expected
+    if env is not None and expected == DEFAULT_TIMEOUT:  # an ignored value is a warning
+        with pytest.warns(UserWarning, match="LOVIA_PROVIDER_TIMEOUT"):
+            assert resolve_timeout() == expected
+    else:
+        assert resolve_timeout() == expected
     assert resolve_timeout(7) == 7.0  # explicit wins
 
 
