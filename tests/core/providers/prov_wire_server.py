@@ -2,7 +2,8 @@
 
 Replies are served in order (the last one repeats), byte for byte as a vendor sent them,
 so the adapters read them through httpx and a real socket. ``silent=True`` makes a server
-that accepts the connection, reads the request and never answers (a hung endpoint).
+that accepts the connection, reads the request and never answers (a hung endpoint);
+``Reply(stall=True)`` answers part of a reply and then goes quiet.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ class Reply:
     body: bytes
     status: int = 200
     content_type: str = "text/event-stream"
+    stall: bool = False
+    """Send ``body``, then keep the connection open without another byte (a stalled reply)."""
 
 
 @dataclass
@@ -51,14 +54,17 @@ class WireServer:
                 await self._stop.wait()  # never answer; released when the test ends
                 return
             reply = self.replies[min(len(self.bodies) - 1, len(self.replies) - 1)]
+            length = len(reply.body) + (1 if reply.stall else 0)  # a stall owes one more byte
             writer.write(
                 (
                     f"HTTP/1.1 {reply.status} X\r\ncontent-type: {reply.content_type}\r\n"
-                    f"content-length: {len(reply.body)}\r\nconnection: close\r\n\r\n"
+                    f"content-length: {length}\r\nconnection: close\r\n\r\n"
                 ).encode()
                 + reply.body
             )
             await writer.drain()
+            if reply.stall:
+                await self._stop.wait()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # the client went away (a timeout on its side)
         finally:

@@ -59,6 +59,27 @@ async def test_a_hung_endpoint_fails_fast_says_what_timed_out_and_logs_each_retr
     assert len(retries) == 2, [r.message for r in caplog.records]
 
 
+async def test_a_reply_that_stalls_names_the_read_timeout_not_an_empty_read_timeout() -> None:
+    partial = sse_lines('data: {"choices":[{"index":0,"delta":{"content":"The answer"}}]}')
+    timeouts = ProviderTimeouts(read=0.3, connect=1.0, first_byte=0.3)
+    async with wire_server(Reply(partial, stall=True)) as srv:
+        provider = OpenAIChatProvider("qwen", base_url=srv.url + "/v1", timeout=timeouts)
+        agent = Agent(
+            name="a",
+            model=provider,
+            context_policy=NoopContextPolicy(),
+            retry=RetryPolicy(max_attempts=1),
+        )
+        try:
+            with pytest.raises(ProviderError) as info:
+                await Runner.run(agent, "hi")
+        finally:
+            await provider.aclose()
+    message = str(info.value)
+    assert info.value.retryable and "sent nothing for 0.3 s while replying" in message
+    assert "ReadTimeout: \n" not in message and "gave up" not in message  # one attempt
+
+
 async def test_the_window_probe_of_a_hung_endpoint_gives_up_on_its_own_short_timeout() -> None:
     timeouts = ProviderTimeouts(read=30.0, first_byte=10.0, probe=0.2)
     async with wire_server(silent=True) as srv:

@@ -284,6 +284,11 @@ class HTTPAdapter:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
 
+    @property
+    def timeouts(self) -> ProviderTimeouts:
+        """The limits of each call (``timeout=``, else the ``LOVIA_PROVIDER_*`` variables)."""
+        return self._client.timeouts
+
     def _http(self) -> httpx.AsyncClient:
         return self._client.get()
 
@@ -302,7 +307,7 @@ class HTTPAdapter:
             self.base_url + self.api_root,
             self.model,
             self._headers,
-            timeout=self._client.timeouts.probe,
+            timeout=self.timeouts.probe,
         )
 
     def build_request(
@@ -401,7 +406,7 @@ class HTTPAdapter:
         """
         import httpx
 
-        vendor, model, limits = self.name, self.model, self._client.timeouts
+        vendor, model, limits = self.name, self.model, self.timeouts
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         request = client.build_request(

@@ -27,7 +27,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..events import ReasoningDelta, TextDelta
@@ -40,7 +39,6 @@ from ..transcript import (
     ReasoningEntry,
     ToolCallEntry,
     ToolResultEntry,
-    TranscriptEntry,
 )
 from ._http import (
     AdapterRules,
@@ -183,7 +181,7 @@ class AnthropicProvider(HTTPAdapter):
         return merge_options(body, options)
 
     def _messages(
-        self, entries: Sequence[TranscriptEntry], *, keep_thinking: bool
+        self, entries: Entries, *, keep_thinking: bool
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         system: list[dict[str, Any]] = []
         messages: list[dict[str, Any]] = []

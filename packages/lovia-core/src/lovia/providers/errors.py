@@ -363,10 +363,10 @@ def error_from_transport(
 
     limits = timeouts or ProviderTimeouts()
     if isinstance(exc, httpx.ConnectTimeout):
-        what = f"could not connect within {limits.connect:g} s"
+        what = f"could not connect within {_applied(exc, 'connect', limits.connect):g} s"
         hint = "check base_url, the network and any proxy; the call is retried"
     elif isinstance(exc, httpx.ReadTimeout):
-        what = f"sent nothing for {limits.read:g} s while replying"
+        what = f"sent nothing for {_applied(exc, 'read', limits.read):g} s while replying"
         hint = "the server stalled mid-reply; the partial turn is discarded and the call is retried"
     elif isinstance(exc, httpx.TimeoutException):
         what, hint = "timed out", "the call is retried"
@@ -404,6 +404,15 @@ def error_from_transport(
         retryable=True,
         hint=hint,
     )
+
+
+def _applied(exc: Exception, kind: str, fallback: float) -> float:
+    """The limit httpx applied to the failed request (a caller's client has its own)."""
+    try:
+        value = exc.request.extensions["timeout"][kind]  # type: ignore[attr-defined]
+    except (AttributeError, KeyError, RuntimeError, TypeError):
+        return fallback
+    return float(value) if isinstance(value, (int, float)) else fallback
 
 
 def note_attempts(exc: BaseException, attempts: int, seconds: float) -> None:

@@ -20,7 +20,6 @@ import base64
 import binascii
 import json
 import uuid
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..events import ReasoningDelta, TextDelta
@@ -33,7 +32,6 @@ from ..transcript import (
     ReasoningEntry,
     ToolCallEntry,
     ToolResultEntry,
-    TranscriptEntry,
 )
 from ._http import (
     AdapterRules,
@@ -189,7 +187,7 @@ class OpenAIChatProvider(HTTPAdapter):
                 out.append({"type": "text", "text": project_parts([part])})
         return out
 
-    def _messages(self, entries: Sequence[TranscriptEntry]) -> list[dict[str, Any]]:
+    def _messages(self, entries: Entries) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = []
         text: list[str] = []
         reasoning: list[str] = []

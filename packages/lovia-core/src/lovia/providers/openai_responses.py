@@ -9,7 +9,7 @@ its ``encrypted_content`` so the next request can hand them back verbatim. Tool 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,6 @@ from ..transcript import (
     ReasoningEntry,
     ToolCallEntry,
     ToolResultEntry,
-    TranscriptEntry,
 )
 from ._http import (
     ConnectionOptions,
@@ -140,7 +139,7 @@ class OpenAIResponsesProvider(HTTPAdapter):
                 out.append({"type": "input_text", "text": project_parts([part])})
         return out
 
-    def _items(self, entries: Sequence[TranscriptEntry]) -> list[dict[str, Any]]:
+    def _items(self, entries: Entries) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         for e in entries:
             if isinstance(e, InputEntry):
