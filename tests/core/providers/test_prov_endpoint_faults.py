@@ -212,3 +212,15 @@ async def test_a_tool_call_turn_without_reasoning_replays_an_empty_reasoning_con
         assert calls[0]["reasoning_content"] == ""
     else:
         assert "reasoning_content" not in calls[0]
+
+
+# -- 11.3: the shared constructor still refuses a typo -----------------------------------
+
+
+@pytest.mark.parametrize("cls", [OpenAIChatProvider, AnthropicProvider])
+def test_an_unknown_keyword_is_refused_with_the_close_match(cls: Any) -> None:
+    from lovia.exceptions import UserError
+
+    with pytest.raises(UserError, match="api_kye") as info:
+        cls("m", base_url="http://127.0.0.1:9", api_kye="k")
+    assert "'api_key'" in (info.value.hint or "")

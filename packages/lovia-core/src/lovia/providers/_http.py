@@ -215,6 +215,20 @@ class ConnectionOptions(TypedDict, total=False):
     supports_vision: bool | None
 
 
+def _check_options(owner: str, options: Mapping[str, object]) -> None:
+    """Refuse a keyword no adapter takes (``**options`` would otherwise swallow a typo)."""
+    import difflib
+
+    known = list(ConnectionOptions.__annotations__)
+    for key in options:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            raise UserError(
+                f"{owner}() got an unexpected keyword argument {key!r}",
+                hint=f"did you mean {close[0]!r}?" if close else f"it takes {', '.join(known)}",
+            )
+
+
 class HTTPAdapter:
     """A model behind a streaming JSON-over-HTTP API: the shape every built-in adapter has.
 
@@ -248,6 +262,7 @@ class HTTPAdapter:
             raise UserError(
                 f"{type(self).__name__} needs a model name", hint=f"e.g. {rules.example}"
             )
+        _check_options(type(self).__name__, options)
         self.model = model
         base = options.get("base_url") or os.environ.get(rules.base_url_env)
         base = (base or rules.default_base_url).rstrip("/")
