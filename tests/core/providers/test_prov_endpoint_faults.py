@@ -55,6 +55,7 @@ async def test_a_hung_endpoint_fails_fast_says_what_timed_out_and_logs_each_retr
     assert info.value.retryable
     assert "3 attempts" in message and "no response within 0.3 s" in message
     assert "ReadTimeout: \n" not in message and "raise timeout" not in message
+    assert "retried" not in (info.value.hint or "")  # the final error promises no retry
     retries = [r for r in caplog.records if r.levelno == logging.WARNING and "retry" in r.message]
     assert len(retries) == 2, [r.message for r in caplog.records]
 

@@ -415,8 +415,16 @@ def _applied(exc: Exception, kind: str, fallback: float) -> float:
     return float(value) if isinstance(value, (int, float)) else fallback
 
 
+_RETRY_PROMISE = re.compile(r"(?:;|,| and)? the call is retried(?: after Retry-After)?")
+
+
 def note_attempts(exc: BaseException, attempts: int, seconds: float) -> None:
-    """Say in a final ``ProviderError`` how many calls were made and over how long."""
-    if isinstance(exc, ProviderError) and attempts > 1:
+    """Make a ``ProviderError`` the final word: say how many calls were made and over how
+    long, and drop the hint's promise of a retry that will not come."""
+    if not isinstance(exc, ProviderError):
+        return
+    if attempts > 1:
         exc.message = f"{exc.message} [gave up after {attempts} attempts over {seconds:.1f} s]"
         exc.args = (exc.message,)
+    if exc.hint:
+        exc.hint = _RETRY_PROMISE.sub("", exc.hint).strip(" ;,") or None

@@ -254,7 +254,8 @@ class ModelTurn:
             except Exception as exc:  # noqa: BLE001 - the retry policy re-raises what it rejects
                 if self._restart_discards(exc, attempt, asm, started):
                     yield OutputDiscarded(reason=str(exc) or type(exc).__name__)
-                _log.warning("model.retry: turn=%d attempt=%d error=%s", self.turn, attempt, exc)
+                why = getattr(exc, "message", None) or exc
+                _log.warning("model.retry: turn=%d attempt=%d error=%s", self.turn, attempt, why)
                 assert self.retry is not None
                 await self.retry.backoff(attempt, exc, self.token)
 
