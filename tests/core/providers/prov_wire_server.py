@@ -15,6 +15,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from .prov_http_server import loopback
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -35,7 +37,7 @@ class WireServer:
     paths: list[str] = field(default_factory=list)
     bodies: list[dict[str, Any]] = field(default_factory=list)
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
-    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -51,7 +53,7 @@ class WireServer:
             self.bodies.append(json.loads(raw) if raw else {})
             self.arrived.set()
             if self.silent:
-                await self._stop.wait()  # never answer; released when the test ends
+                await self.stop.wait()  # never answer; released when the test ends
                 return
             reply = self.replies[min(len(self.bodies) - 1, len(self.replies) - 1)]
             length = len(reply.body) + (1 if reply.stall else 0)  # a stall owes one more byte
@@ -64,7 +66,7 @@ class WireServer:
             )
             await writer.drain()
             if reply.stall:
-                await self._stop.wait()
+                await self.stop.wait()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # the client went away (a timeout on its side)
         finally:
@@ -75,14 +77,9 @@ class WireServer:
 async def wire_server(*replies: Reply, silent: bool = False) -> AsyncIterator[WireServer]:
     """Serve ``replies`` on a free loopback port for the duration of the block."""
     server = WireServer(replies, silent=silent)
-    srv = await asyncio.start_server(server.handle, "127.0.0.1", 0)
-    server.url = f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}"
-    try:
+    async with loopback(server.handle, server.stop) as url:
+        server.url = url
         yield server
-    finally:
-        server._stop.set()
-        srv.close()
-        await srv.wait_closed()
 
 
 def sse_lines(*lines: str) -> bytes:
