@@ -158,3 +158,33 @@ async def test_xai_overflow_reaches_the_caller_with_its_window() -> None:
         finally:
             await provider.aclose()
     assert info.value.reported_window == 131_072 and len(srv.bodies) == 1
+
+
+@pytest.mark.parametrize(
+    ("message", "room"),
+    [
+        ("input length and `max_tokens` exceed context limit: 190000 + 16384 > 200000", 10_000),
+        ("input length and `max_tokens` exceed context limit: 199759 + 16384 > 200000", None),
+        ("input length and `max_tokens` exceed context limit: 200387 + 8192 > 200000", None),
+        (
+            "This model's maximum context length is 32768 tokens. However, you requested 40000 "
+            "tokens (20000 in the messages, 20000 in the completion).",
+            12_768,
+        ),
+        (
+            "'max_tokens' or 'max_completion_tokens' is too large: 16000. This model's maximum "
+            "context length is 32768 tokens and your request has 30000 input tokens "
+            "(16000 > 32768 - 30000).",
+            2_768,
+        ),
+        ("input length and `max_tokens` exceed context limit: 3900 + 500 > 4096", None),
+        ("input length and `max_tokens` exceed context limit: 3750 + 500 > 4096", 346),
+        ("prompt is too long: 210345 tokens > 200000 maximum", None),
+    ],
+)
+def test_reply_room_needs_a_prompt_that_fits_and_a_useful_budget(
+    message: str, room: int | None
+) -> None:
+    from lovia.providers.errors import reply_room
+
+    assert reply_room(message) == room

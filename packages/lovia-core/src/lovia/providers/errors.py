@@ -120,7 +120,7 @@ _SPLIT_PATTERNS = (
     ),
 )
 _MIN_REPLY = 1_024
-"""A lowered reply budget must leave at least this many tokens (or all that was asked):
+"""A lowered reply budget must be at least this many tokens, or half of what was asked:
 less would only truncate the reply, so the context policy shrinks the prompt instead."""
 _MIN_WINDOW, _MAX_WINDOW = 256, 20_000_000
 _OVERFLOW_HINT = "the prompt is larger than the model's context window; compaction shrinks the view"
@@ -215,7 +215,8 @@ def reply_room(message: str) -> int | None:
     """The reply budget that fits when only prompt + reply overflowed, else ``None``.
 
     ``None`` when the rejection does not state the prompt and the reply apart, when the
-    prompt alone does not fit, or when the room left is under ``min(1024, asked)`` tokens.
+    prompt alone does not fit, or when the room left is under both 1,024 tokens and half
+    of the budget asked.
     """
     for pattern, (prompt_at, reply_at, window_at) in _SPLIT_PATTERNS:
         match = pattern.search(message)
@@ -225,7 +226,8 @@ def reply_room(message: str) -> int | None:
             int(match.group(i).replace(",", "")) for i in (prompt_at, reply_at, window_at)
         )
         room = window - prompt
-        return room if 0 < room < reply and room >= min(_MIN_REPLY, reply) else None
+        useful = room >= _MIN_REPLY or 2 * room >= reply
+        return room if 0 < room < reply and useful else None
     return None
 
 
