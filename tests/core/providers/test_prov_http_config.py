@@ -69,7 +69,11 @@ def test_timeout_from_env(
 def test_trust_env_flag(monkeypatch: pytest.MonkeyPatch, env: str | None, expected: bool) -> None:
     if env is not None:
         monkeypatch.setenv("LOVIA_PROVIDER_TRUST_ENV", env)
-    assert resolve_trust_env() is expected
+    if env == "nah":  # neither an on nor an off spelling: a warning, and off
+        with pytest.warns(UserWarning, match="LOVIA_PROVIDER_TRUST_ENV='nah'"):
+            assert resolve_trust_env() is expected
+    else:
+        assert resolve_trust_env() is expected
     assert resolve_trust_env(not expected) is (not expected)
 
 

@@ -14,12 +14,12 @@ Environment (an explicit argument always wins):
 * ``LOVIA_HTTP_INSECURE``: skip TLS verification (wins over everything else).
 * ``LOVIA_HTTP_CA_BUNDLE``: a CA file or directory to verify against.
 
-Invalid or non-positive timeout values are ignored with a warning; the connect and
-first-byte timeouts never exceed the read timeout. Without either TLS variable, the system
-trust store is used through ``truststore`` when it is installed, else certifi's bundle.
-SOCKS proxies in the environment are ignored (they would need an extra dependency and
-usually belong to another tool). httpx is imported only by ``make_async_client`` and
-``prepare_http`` (which async callers run in a worker thread).
+Invalid or non-positive timeout values and unreadable flags are ignored with a warning;
+the connect and first-byte timeouts never exceed the read timeout. Without either TLS
+variable, the system trust store is used through ``truststore`` when it is installed,
+else certifi's bundle. SOCKS proxies in the environment are ignored (they would need an
+extra dependency and usually belong to another tool). httpx is imported only by
+``make_async_client`` and ``prepare_http`` (which async callers run in a worker thread).
 """
 
 from __future__ import annotations
@@ -51,12 +51,16 @@ DEFAULT_TIMEOUT = 300.0
 """Seconds a provider call may take when nothing else is configured."""
 
 _TRUE = frozenset(("1", "true", "yes", "on"))
+_FALSE = frozenset(("", "0", "false", "no", "off"))
 _PROXY_VARS = ("all_proxy", "http_proxy", "https_proxy")
 _log = logging.getLogger("lovia.http")
 
 
 def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in _TRUE
+    raw = os.environ.get(name, "").strip().lower()
+    if raw not in _TRUE and raw not in _FALSE:
+        _warn(f"ignoring {name}={raw!r}: use 1/true/yes/on or 0/false/no/off")
+    return raw in _TRUE
 
 
 def _warn(message: str) -> None:
