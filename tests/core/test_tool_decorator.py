@@ -12,6 +12,7 @@ import pytest
 from lovia.agent import Agent
 from lovia.cancellation import CancelToken
 from lovia.exceptions import InvalidToolArguments, UserError
+from lovia.providers.openai_chat import openai_tool_schema
 from lovia.run_context import RunContext
 from lovia.steering import Mailbox
 from lovia.tools.base import Tool, tool
@@ -72,7 +73,7 @@ def test_decorator_with_options_sets_every_field() -> None:
     assert lookup.result_renderer is renderer
     assert lookup.policies == (policy,)
     assert (lookup.parallel, lookup.returns_images, lookup.strict) == (False, True, True)
-    assert lookup.openai_schema()["function"]["strict"] is True
+    assert openai_tool_schema(lookup)["function"]["strict"] is True
 
 
 def test_defaults_inherit_agent_settings() -> None:
@@ -362,7 +363,7 @@ def test_openai_schema_of_a_non_strict_tool() -> None:
         """Ping a host."""
         return host
 
-    assert ping.openai_schema() == {
+    assert openai_tool_schema(ping) == {
         "type": "function",
         "function": {
             "name": "ping",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +42,22 @@ class JsonServer:
         writer.close()
 
 
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@asynccontextmanager
+async def loopback(handle: Handler, release: asyncio.Event) -> AsyncIterator[str]:
+    """Serve ``handle`` on a free 127.0.0.1 port and yield its URL; on the way out set
+    ``release`` (so held handlers finish) and stop the server."""
+    srv = await asyncio.start_server(handle, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}"
+    finally:
+        release.set()
+        srv.close()
+        await srv.wait_closed()
+
+
 @asynccontextmanager
 async def json_server(
     routes: dict[str, tuple[int, Any]], *, hold: bool = False
@@ -51,12 +67,6 @@ async def json_server(
     server = JsonServer(routes)
     if not hold:
         server.release.set()
-    srv = await asyncio.start_server(server.handle, "127.0.0.1", 0)
-    port = srv.sockets[0].getsockname()[1]
-    server.url = f"http://127.0.0.1:{port}"
-    try:
+    async with loopback(server.handle, server.release) as url:
+        server.url = url
         yield server
-    finally:
-        server.release.set()
-        srv.close()
-        await srv.wait_closed()

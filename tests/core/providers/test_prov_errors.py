@@ -258,5 +258,6 @@ def test_tls_verification_failures_are_final_and_point_at_the_ca_settings() -> N
 def test_a_404_hint_names_each_vendors_url_convention() -> None:
     chat = error_from_response(404, "", vendor="openai", model="m")
     claude = error_from_response(404, "", vendor="anthropic", model="c")
-    assert "/v1" in (chat.hint or "") and "without /v1" in (claude.hint or "")
+    assert "/v1" in (chat.hint or "") and "host root" in (claude.hint or "")
+    assert "or the same with /v1" in (claude.hint or "")  # both forms are accepted
     assert (claude.hint or "").endswith("appends /v1/messages)")

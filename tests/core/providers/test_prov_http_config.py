@@ -46,7 +46,11 @@ def test_timeout_from_env(
 ) -> None:
     if env is not None:
         monkeypatch.setenv("LOVIA_PROVIDER_TIMEOUT", env)
-    assert resolve_timeout() == expected
+    if env is not None and expected == DEFAULT_TIMEOUT:  # an ignored value is a warning
+        with pytest.warns(UserWarning, match="LOVIA_PROVIDER_TIMEOUT"):
+            assert resolve_timeout() == expected
+    else:
+        assert resolve_timeout() == expected
     assert resolve_timeout(7) == 7.0  # explicit wins
 
 
@@ -65,7 +69,11 @@ def test_timeout_from_env(
 def test_trust_env_flag(monkeypatch: pytest.MonkeyPatch, env: str | None, expected: bool) -> None:
     if env is not None:
         monkeypatch.setenv("LOVIA_PROVIDER_TRUST_ENV", env)
-    assert resolve_trust_env() is expected
+    if env == "nah":  # neither an on nor an off spelling: a warning, and off
+        with pytest.warns(UserWarning, match="LOVIA_PROVIDER_TRUST_ENV='nah'"):
+            assert resolve_trust_env() is expected
+    else:
+        assert resolve_trust_env() is expected
     assert resolve_trust_env(not expected) is (not expected)
 
 

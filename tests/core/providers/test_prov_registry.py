@@ -100,7 +100,8 @@ def test_bare_name_is_openai_compatible_and_claude_warns(
     with caplog.at_level(logging.WARNING, logger="lovia.providers"):
         plain = provider_from_string("llama3")
         assert not caplog.records
-        claude = provider_from_string("claude-3-haiku")
+        with pytest.warns(UserWarning, match="anthropic:claude-3-haiku"):
+            claude = provider_from_string("claude-3-haiku")
     assert isinstance(plain, OpenAIChatProvider) and isinstance(claude, OpenAIChatProvider)
     assert "anthropic:claude-3-haiku" in caplog.text
 

@@ -2,7 +2,14 @@
 
 Environment (an explicit argument always wins):
 
-* ``LOVIA_PROVIDER_TIMEOUT``: seconds, default 300; invalid or non-positive values are ignored.
+* ``LOVIA_PROVIDER_TIMEOUT``: the read timeout in seconds (the longest silence inside a
+  reply), default 300.
+* ``LOVIA_PROVIDER_CONNECT_TIMEOUT``: seconds to open the connection, default 10.
+* ``LOVIA_PROVIDER_FIRST_BYTE_TIMEOUT``: seconds from sending a request to the response's
+  status line and headers, default 60: a server that accepts and never answers fails here,
+  well before the read timeout.
+* ``LOVIA_PROVIDER_PROBE_TIMEOUT``: seconds the ``/models`` window probe may take in all,
+  default 2.
 * ``LOVIA_PROVIDER_TRUST_ENV``: honour proxy variables and ``.netrc`` (off by default).
 * ``LOVIA_HTTP_INSECURE``: skip TLS verification (wins over everything else).
 * ``LOVIA_HTTP_CA_BUNDLE``: a CA file or directory to verify against.
@@ -10,9 +17,11 @@ Environment (an explicit argument always wins):
   reach private, loopback and link-local addresses, for the whole process (off by default;
   ``allow_private=True`` opens one reader or tool factory). Provider clients are never guarded.
 
-Without either TLS variable, the system trust store is used through ``truststore`` when it is
-installed, else certifi's bundle. SOCKS proxies in the environment are ignored (they would
-need an extra dependency and usually belong to another tool). httpx is imported only by
+Invalid or non-positive timeout values and unreadable flags are ignored with a warning;
+the connect and first-byte timeouts never exceed the read timeout. Without either TLS
+variable, the system trust store is used through ``truststore`` when it is installed,
+else certifi's bundle. SOCKS proxies in the environment are ignored (they would need an
+extra dependency and usually belong to another tool). httpx is imported only by
 ``make_async_client`` and ``prepare_http`` (which async callers run in a worker thread).
 """
 
@@ -20,6 +29,8 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -30,10 +41,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "ProviderTimeouts",
     "make_async_client",
     "prepare_http",
     "resolve_allow_private",
     "resolve_timeout",
+    "resolve_timeouts",
     "resolve_trust_env",
     "resolve_verify",
 ]
@@ -42,29 +55,80 @@ DEFAULT_TIMEOUT = 300.0
 """Seconds a provider call may take when nothing else is configured."""
 
 _TRUE = frozenset(("1", "true", "yes", "on"))
+_FALSE = frozenset(("", "0", "false", "no", "off"))
 _PROXY_VARS = ("all_proxy", "http_proxy", "https_proxy")
 _log = logging.getLogger("lovia.http")
 
 
 def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in _TRUE
+    raw = os.environ.get(name, "").strip().lower()
+    if raw not in _TRUE and raw not in _FALSE:
+        _warn(f"ignoring {name}={raw!r}: use 1/true/yes/on or 0/false/no/off")
+    return raw in _TRUE
+
+
+def _warn(message: str) -> None:
+    # A configuration mistake: a warning the developer sees, and the log for operators.
+    warnings.warn(message, UserWarning, stacklevel=4)
+    _log.warning("%s", message)
+
+
+def _seconds_from_env(name: str) -> float | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        _warn(f"ignoring {name}={raw!r}: not a number")
+        return None
+    if value > 0 and value != float("inf"):
+        return value
+    _warn(f"ignoring {name}={raw!r}: not a positive number")
+    return None
 
 
 def resolve_timeout(timeout: float | None = None) -> float:
     """``timeout`` if given, else ``LOVIA_PROVIDER_TIMEOUT`` when valid and positive, else 300."""
     if timeout is not None:
         return float(timeout)
-    raw = os.environ.get("LOVIA_PROVIDER_TIMEOUT", "").strip()
-    if raw:
-        try:
-            value = float(raw)
-        except ValueError:
-            _log.warning("ignoring LOVIA_PROVIDER_TIMEOUT=%r: not a number", raw)
-        else:
-            if value > 0 and value != float("inf"):
-                return value
-            _log.warning("ignoring LOVIA_PROVIDER_TIMEOUT=%r: not a positive number", raw)
-    return DEFAULT_TIMEOUT
+    from_env = _seconds_from_env("LOVIA_PROVIDER_TIMEOUT")
+    return DEFAULT_TIMEOUT if from_env is None else from_env
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderTimeouts:
+    """The limits of one provider call, in seconds (pass as an adapter's ``timeout=``)."""
+
+    read: float = DEFAULT_TIMEOUT
+    """The longest silence while a reply streams (httpx's read timeout)."""
+    connect: float = 10.0
+    """Opening the TCP (and TLS) connection."""
+    first_byte: float = 60.0
+    """From sending the request to the response's status line and headers."""
+    probe: float = 2.0
+    """The whole ``/models`` window probe (it fails open: the run goes on without it)."""
+
+
+def resolve_timeouts(timeout: float | ProviderTimeouts | None = None) -> ProviderTimeouts:
+    """The timeouts of a provider call: a ``ProviderTimeouts`` as given; otherwise each field
+    from its ``LOVIA_PROVIDER_*`` variable or default, with a number as the read timeout.
+    The connect and first-byte timeouts are capped at the read timeout."""
+    if isinstance(timeout, ProviderTimeouts):
+        return timeout
+    read = resolve_timeout(timeout)
+    default = ProviderTimeouts()
+
+    def pick(name: str, fallback: float) -> float:
+        value = _seconds_from_env(name)
+        return min(fallback if value is None else value, read)
+
+    return ProviderTimeouts(
+        read=read,
+        connect=pick("LOVIA_PROVIDER_CONNECT_TIMEOUT", default.connect),
+        first_byte=pick("LOVIA_PROVIDER_FIRST_BYTE_TIMEOUT", default.first_byte),
+        probe=pick("LOVIA_PROVIDER_PROBE_TIMEOUT", default.probe),
+    )
 
 
 def resolve_trust_env(trust_env: bool | None = None) -> bool:
@@ -180,15 +244,16 @@ def make_async_client(
     *,
     base_url: str = "",
     headers: dict[str, str] | None = None,
-    timeout: float | None = None,
+    timeout: float | ProviderTimeouts | None = None,
     trust_env: bool | None = None,
     verify: bool | str | ssl.SSLContext | None = None,
     follow_redirects: bool = False,
 ) -> httpx.AsyncClient:
-    """An ``httpx.AsyncClient`` with lovia's timeout, TLS and proxy settings."""
+    """An ``httpx.AsyncClient`` with lovia's timeouts (read and connect), TLS and proxy
+    settings."""
     import httpx
 
-    seconds = resolve_timeout(timeout)
+    limits = resolve_timeouts(timeout)
     trust = resolve_trust_env(trust_env)
     kwargs: dict[str, Any] = {}
     if trust and _socks_proxy_in_env():
@@ -198,7 +263,7 @@ def make_async_client(
     return httpx.AsyncClient(
         base_url=base_url,
         headers=headers,
-        timeout=httpx.Timeout(seconds, connect=min(seconds, 30.0)),
+        timeout=httpx.Timeout(limits.read, connect=limits.connect),
         trust_env=trust,
         verify=resolve_verify(verify),
         follow_redirects=follow_redirects,

@@ -158,7 +158,7 @@ class TokenCounter:
     def count_tools(self, tools: Sequence[Any]) -> int:
         """Tokens of the tool schemas a request carries, measured on the wire shape.
 
-        A ``Tool`` is counted through ``openai_schema()``; a dict as JSON; anything else by
+        A ``Tool`` is counted through ``schema_json()``; a dict as JSON; anything else by
         its ``str()``. Memoised by tool identity.
         """
         total = 0
@@ -176,10 +176,10 @@ class TokenCounter:
 
 
 def _wire_text(tool: Any) -> str:
-    schema_of = getattr(tool, "openai_schema", None)
+    schema_of = getattr(tool, "schema_json", None)
     try:
         if callable(schema_of):
-            return json.dumps(schema_of(), ensure_ascii=False, separators=(",", ":"))
+            return str(schema_of())
         if isinstance(tool, dict):
             return json.dumps(tool, ensure_ascii=False, separators=(",", ":"), default=str)
     except (TypeError, ValueError):

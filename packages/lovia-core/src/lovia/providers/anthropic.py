@@ -16,6 +16,8 @@ Mapping rules:
   last tool. ``pause_turn`` is passed through as the finish reason.
 * ``temperature``/``top_p`` are sent to gateways only: the official API version this adapter
   targets has no sampling parameters.
+* ``base_url`` (or ``ANTHROPIC_BASE_URL``) may be the host root, as the Anthropic SDK wants
+  it, or end in ``/v1``, as gateways document it: both reach ``/v1/messages``.
 * Gateways that send whole blocks (a ``tool_use`` with its ``input`` at block start, text in
   ``content_block_start``) are accepted.
 """
@@ -25,9 +27,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from ..events import ReasoningDelta, TextDelta
@@ -40,17 +39,15 @@ from ..transcript import (
     ReasoningEntry,
     ToolCallEntry,
     ToolResultEntry,
-    TranscriptEntry,
 )
 from ._http import (
-    ClientSlot,
+    AdapterRules,
+    ConnectionOptions,
+    HTTPAdapter,
     count_of,
-    host_of,
-    merge_headers,
     merge_options,
     parse_json_event,
     stop_list,
-    stream_deltas,
     truncated,
 )
 from .base import (
@@ -61,16 +58,20 @@ from .base import (
     ToolCallDelta,
     UsageDelta,
 )
-from .discovery import discover_window, table_window
 from .errors import stream_error
 from .sse import SSEEvent, SSEParser
 
 if TYPE_CHECKING:
-    import httpx
+    from typing_extensions import Unpack
 
-    from ..tools.base import Tool
+    from ._http import Body, Entries, Tools
 
-__all__ = ["AnthropicProvider", "DEFAULT_ANTHROPIC_BASE_URL", "MessagesStreamDecoder"]
+__all__ = [
+    "ANTHROPIC_RULES",
+    "AnthropicProvider",
+    "DEFAULT_ANTHROPIC_BASE_URL",
+    "MessagesStreamDecoder",
+]
 
 DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 """Where ``AnthropicProvider`` goes without ``base_url=`` or ``ANTHROPIC_BASE_URL``."""
@@ -87,100 +88,67 @@ _FINISH = {
 _OFFICIAL_HOST = "api.anthropic.com"
 
 
-class AnthropicProvider:
-    """A Claude model behind the Messages API (or a gateway speaking it)."""
+ANTHROPIC_RULES = AdapterRules(
+    base_url_env="ANTHROPIC_BASE_URL",
+    default_base_url=DEFAULT_ANTHROPIC_BASE_URL,
+    key_env="ANTHROPIC_API_KEY",
+    key_header="x-api-key",
+    key_prefix="",
+    authorising=("x-api-key", "authorization"),
+    missing_key_hint="set ANTHROPIC_API_KEY or pass api_key=; "
+    "for a gateway set base_url= (or ANTHROPIC_BASE_URL)",
+    example="AnthropicProvider('claude-sonnet-4-5')",
+)
+
+
+class AnthropicProvider(HTTPAdapter):
+    """A Claude model behind the Messages API (or a gateway speaking it).
+
+    ``base_url`` is the host root or the same with ``/v1`` (both are accepted).
+    """
 
     name = "anthropic"
+    rules = ANTHROPIC_RULES
+    api_root = "/v1"
+    path = "/messages"
+    vision_by_default = True  # Claude models all accept images; gateways in front of them too
     supports_json_schema = False
 
     def __init__(
         self,
         model: str,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        client: httpx.AsyncClient | None = None,
-        timeout: float | None = None,
         anthropic_version: str = "2023-06-01",
         default_max_tokens: int = 16_384,
-        default_headers: Mapping[str, str] | None = None,
-        trust_env: bool | None = None,
         official_dialect: bool | None = None,
         cache_system: bool = False,
-        supports_vision: bool | None = None,
+        **options: Unpack[ConnectionOptions],
     ) -> None:
-        if not model:
-            raise UserError(
-                "AnthropicProvider needs a model name",
-                hint="e.g. AnthropicProvider('claude-sonnet-4-5')",
-            )
-        self.model = model
-        self.base_url = (
-            base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_BASE_URL
-        ).rstrip("/")
-        self.host = host_of(self.base_url)
-        official_host = self.host == _OFFICIAL_HOST
-        self.official_dialect = official_host if official_dialect is None else official_dialect
-        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY") or None
-        extra = dict(default_headers or {})
-        if (
-            official_host
-            and not key
-            and not any(k.lower() in ("x-api-key", "authorization") for k in extra)
-        ):
-            raise UserError(
-                f"no API key for {self.host!r}",
-                hint="set ANTHROPIC_API_KEY or pass api_key=; "
-                "for a gateway set base_url= (or ANTHROPIC_BASE_URL)",
-            )
-        base_headers = {"anthropic-version": anthropic_version}
-        if key:
-            base_headers["x-api-key"] = key
-        # An api_key= argument beats default_headers; a key from the environment does not.
-        protected = ("x-api-key",) if api_key is not None else ()
-        self._headers = merge_headers(base_headers, extra, protected=protected)
-        # Claude models all accept images; gateways in front of them do too.
-        self.supports_vision = True if supports_vision is None else supports_vision
+        super().__init__(model, fixed_headers={"anthropic-version": anthropic_version}, **options)
+        official = self.official_host
+        self.official_dialect = official if official_dialect is None else official_dialect
         self.default_max_tokens = default_max_tokens
         self.cache_system = cache_system
-        self._client = ClientSlot(client, timeout=timeout, trust_env=trust_env)
 
-    def __repr__(self) -> str:
-        return f"AnthropicProvider(model={self.model!r}, base_url={self.base_url!r})"
-
-    def _http(self) -> httpx.AsyncClient:
-        return self._client.get()
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this provider created it."""
-        await self._client.aclose()
-
-    def context_window(self) -> int | None:
-        """The bundled window for this host and model, if known."""
-        return table_window(self.host, self.model)
-
-    async def discover_context_window(self) -> int | None:
-        """Ask ``/v1/models`` for ``max_input_tokens``; fail-open, memoised."""
-        return await discover_window(self.base_url + "/v1", self.model, self._headers)
+    @staticmethod
+    def is_official_host(host: str) -> bool:
+        """``api.anthropic.com``."""
+        return host == _OFFICIAL_HOST
 
     # -- request -----------------------------------------------------------------------
 
-    def build_request(
-        self,
-        entries: Sequence[TranscriptEntry],
-        *,
-        tools: Sequence[Tool] = (),
-        response_format: dict[str, Any] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> dict[str, Any]:
+    def decoder(self) -> MessagesStreamDecoder:
+        """A fresh decoder for one reply."""
+        return MessagesStreamDecoder(self.model)
+
+    def _body(self, view: Entries, tools: Tools, fmt: Body | None, s: ModelSettings) -> Body:
         """The Messages API request body for this view (``response_format`` is not native)."""
-        s = settings or ModelSettings()
         options = s.options_for("claude", "anthropic")
         thinking = options.get("thinking")
         keep_thinking = not self.official_dialect or (
             isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
         )
-        system, messages = self._messages(entries, keep_thinking=keep_thinking)
+        system, messages = self._messages(view, keep_thinking=keep_thinking)
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": s.max_tokens if s.max_tokens is not None else self.default_max_tokens,
@@ -213,7 +181,7 @@ class AnthropicProvider:
         return merge_options(body, options)
 
     def _messages(
-        self, entries: Sequence[TranscriptEntry], *, keep_thinking: bool
+        self, entries: Entries, *, keep_thinking: bool
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         system: list[dict[str, Any]] = []
         messages: list[dict[str, Any]] = []
@@ -307,33 +275,6 @@ class AnthropicProvider:
             else:
                 out.append(_document_block(part))
         return out
-
-    # -- streaming ---------------------------------------------------------------------
-
-    async def stream(
-        self,
-        entries: Sequence[TranscriptEntry],
-        *,
-        tools: Sequence[Tool] = (),
-        response_format: dict[str, Any] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> AsyncIterator[ModelDelta]:
-        """Stream one reply; a stream without ``message_stop`` raises a retryable error."""
-        body = self.build_request(
-            entries, tools=tools, response_format=response_format, settings=settings
-        )
-        deltas = stream_deltas(
-            await self._client.ready(),
-            self.base_url + "/v1/messages",
-            body,
-            self._headers,
-            vendor=self.name,
-            model=self.model,
-            decoder=MessagesStreamDecoder(self.model),
-        )
-        async with aclosing(deltas):
-            async for delta in deltas:
-                yield delta
 
 
 def _thinking_block(e: ReasoningEntry) -> dict[str, Any] | None:

@@ -6,7 +6,9 @@
 * Answers, misses included, are memoised per ``(endpoint, model)`` for the process, so they
   outlive the provider that probed. Concurrent probes for the same key share one request.
 * The official OpenAI API is never asked (its ``/models`` has no windows).
-* The probe fails open (``None``) with its own short timeout and follows redirects.
+* The probe fails open (``None``) within its own short deadline for the whole exchange
+  (``ProviderTimeouts.probe``, 2 s by default, ``LOVIA_PROVIDER_PROBE_TIMEOUT``), so a hung
+  endpoint costs the run that much before its first request, and follows redirects.
 * ``table_window`` is the bundled fallback, keyed by host: a foreign host gets nothing, and
   the longest matching model prefix wins.
 """
@@ -20,16 +22,12 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
-    "PROBE_TIMEOUT",
     "clear_discovery_cache",
     "discover_window",
     "is_official_openai_host",
     "table_window",
     "window_from_models_payload",
 ]
-
-PROBE_TIMEOUT = 5.0
-"""Seconds the ``/models`` probe may take before it gives up (fail-open)."""
 
 _log = logging.getLogger("lovia.providers")
 _memo: dict[tuple[str, str], int | None] = {}
@@ -112,23 +110,37 @@ def window_from_models_payload(payload: Any, model: str) -> int | None:
     return None
 
 
-async def _probe(models_url: str, model: str, headers: Mapping[str, str]) -> int | None:
+async def _ask(
+    models_url: str, model: str, headers: Mapping[str, str], seconds: float
+) -> int | None:
     from ..http_config import make_async_client, prepare_http
 
+    await asyncio.to_thread(prepare_http)  # httpx's import and TLS setup block
+    async with make_async_client(timeout=seconds, follow_redirects=True) as client:
+        response = await client.get(models_url, headers=dict(headers))
+        if response.status_code != 200:
+            return None
+        return window_from_models_payload(response.json(), model)
+
+
+async def _probe(
+    models_url: str, model: str, headers: Mapping[str, str], seconds: float
+) -> int | None:
     try:
-        await asyncio.to_thread(prepare_http)  # httpx's import and TLS setup block
-        async with make_async_client(timeout=PROBE_TIMEOUT, follow_redirects=True) as client:
-            response = await client.get(models_url, headers=dict(headers))
-            if response.status_code != 200:
-                return None
-            return window_from_models_payload(response.json(), model)
+        return await asyncio.wait_for(_ask(models_url, model, headers, seconds), seconds)
     except Exception:  # noqa: BLE001 - fail-open boundary: discovery must never fail a run
         _log.debug("context-window probe of %s failed", models_url, exc_info=True)
         return None
 
 
-async def discover_window(base_url: str, model: str, headers: Mapping[str, str]) -> int | None:
-    """The window ``base_url``'s ``/models`` states for ``model`` (memoised, shared, fail-open)."""
+async def discover_window(
+    base_url: str, model: str, headers: Mapping[str, str], *, timeout: float | None = None
+) -> int | None:
+    """The window ``base_url``'s ``/models`` states for ``model`` (memoised, shared, fail-open).
+
+    ``timeout`` bounds the whole probe (default: ``resolve_timeouts().probe``).
+    """
+    from ..http_config import resolve_timeouts
     from ._http import host_of
 
     endpoint = base_url.rstrip("/")
@@ -141,7 +153,8 @@ async def discover_window(base_url: str, model: str, headers: Mapping[str, str])
     pending = _inflight.setdefault(loop, {})
     task = pending.get(key)
     if task is None:
-        task = loop.create_task(_probe(endpoint + "/models", model, headers))
+        seconds = resolve_timeouts().probe if timeout is None else timeout
+        task = loop.create_task(_probe(endpoint + "/models", model, headers, seconds))
         pending[key] = task
         task.add_done_callback(lambda _t: pending.pop(key, None))
     # shield: one caller's cancellation must not cancel the probe the others wait on

@@ -8,9 +8,14 @@ The rules the retry policy and the context policy rely on:
 * A prompt that did not fit is a ``ContextOverflowError`` (never retryable: the context
   policy gets it). It is recognised from the status and message needles, because gateways
   re-wrap vendor errors: OpenAI's ``context_length_exceeded``, "maximum context length",
-  413, and Anthropic's "prompt is too long: N tokens > M maximum".
+  413, Anthropic's "prompt is too long: N tokens > M maximum" and "input length and
+  `max_tokens` exceed context limit: N + M > L", xAI's "maximum prompt length is L".
 * ``reported_window`` is the smallest number tied to a window phrase; rate-limit numbers
   (tokens per minute) and implausible values are refused.
+* ``reply_room`` reads a rejection that states the prompt and the reply budget apart
+  (Anthropic's "N + M > L", OpenAI's and vLLM's "N in the messages, M in the completion"):
+  when the prompt fits and the room left is worth a reply, the adapter re-sends the call
+  once with that smaller budget instead of raising.
 """
 
 from __future__ import annotations
@@ -23,13 +28,18 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from ..exceptions import ContextOverflowError, ProviderError
+from ..http_config import ProviderTimeouts
 
 __all__ = [
+    "error_event",
     "error_from_response",
     "error_from_transport",
     "error_message_of",
     "is_context_overflow",
+    "no_first_byte",
+    "note_attempts",
     "parse_retry_after",
+    "reply_room",
     "reported_window_of",
     "stream_error",
 ]
@@ -54,6 +64,8 @@ _OVERFLOW_NEEDLES = (
     "input token count",
     "`inputs` tokens",
     "`inputs` must have less than",
+    "exceed context limit",
+    "maximum prompt length",
 )
 _RATE_LIMIT_NEEDLES = ("rate limit", "rate_limit", "per minute", "per min", "tpm", "rpm", "quota")
 
@@ -64,8 +76,10 @@ _RATE_LIMIT_NEEDLES = ("rate limit", "rate_limit", "per minute", "per min", "tpm
 _WINDOW_PATTERNS = tuple(
     re.compile(p, re.IGNORECASE)
     for p in (
-        r"maximum context length (?:is|of)\s*(\d[\d,]*)",
-        r"context length (?:is|of)\s*(\d[\d,]*)",
+        r"maximum context length\s*(?:is|of|:)\s*(\d[\d,]*)",
+        r"context length (?:is|of)\s*(?:only\s*)?(\d[\d,]*)",
+        r"exceed context limit:\s*\d[\d,]*\s*\+\s*\d[\d,]*\s*>\s*(\d[\d,]*)",
+        r"maximum prompt length is\s*(\d[\d,]*)",
         r">\s*(\d[\d,]*)\s*maximum",
         r"maximum (?:of|is)\s*(\d[\d,]*)\s*tokens",
         r"context (?:window|size) (?:is|of)\s*(\d[\d,]*)",
@@ -79,6 +93,35 @@ _WINDOW_PATTERNS = tuple(
         r"must have less than\s*(\d[\d,]*)\s*tokens",
     )
 )
+# Rejections that state the prompt and the reply budget apart: (prompt, reply, window)
+# groups, in the order each wording names them.
+_SPLIT_PATTERNS = (
+    (  # Anthropic: "input length and `max_tokens` exceed context limit: 190000 + 16384 > 200000"
+        re.compile(r"exceed context limit:\s*(\d[\d,]*)\s*\+\s*(\d[\d,]*)\s*>\s*(\d[\d,]*)", re.I),
+        (1, 2, 3),
+    ),
+    (  # OpenAI, vLLM: "maximum context length is 8192 tokens. However, you requested 9000
+        # tokens (4000 in the messages, 5000 in the completion)"
+        re.compile(
+            r"maximum context length is\s*(\d[\d,]*).*?\((\d[\d,]*) in the messages, "
+            r"(\d[\d,]*) in the completion\)",
+            re.I | re.S,
+        ),
+        (2, 3, 1),
+    ),
+    (  # vLLM: "'max_tokens' ... is too large: 1000. This model's maximum context length is
+        # 4096 tokens and your request has 3500 input tokens"
+        re.compile(
+            r"is too large:\s*(\d[\d,]*)\..*?maximum context length is\s*(\d[\d,]*) tokens "
+            r"and your request has\s*(\d[\d,]*) input tokens",
+            re.I | re.S,
+        ),
+        (3, 1, 2),
+    ),
+)
+_MIN_REPLY = 1_024
+"""A lowered reply budget must be at least this many tokens, or half of what was asked:
+less would only truncate the reply, so the context policy shrinks the prompt instead."""
 _MIN_WINDOW, _MAX_WINDOW = 256, 20_000_000
 _OVERFLOW_HINT = "the prompt is larger than the model's context window; compaction shrinks the view"
 
@@ -168,6 +211,26 @@ def reported_window_of(message: str) -> int | None:
     return min(found) if found else None
 
 
+def reply_room(message: str) -> int | None:
+    """The reply budget that fits when only prompt + reply overflowed, else ``None``.
+
+    ``None`` when the rejection does not state the prompt and the reply apart, when the
+    prompt alone does not fit, or when the room left is under both 1,024 tokens and half
+    of the budget asked.
+    """
+    for pattern, (prompt_at, reply_at, window_at) in _SPLIT_PATTERNS:
+        match = pattern.search(message)
+        if match is None:
+            continue
+        prompt, reply, window = (
+            int(match.group(i).replace(",", "")) for i in (prompt_at, reply_at, window_at)
+        )
+        room = window - prompt
+        useful = room >= _MIN_REPLY or 2 * room >= reply
+        return room if 0 < room < reply and useful else None
+    return None
+
+
 _HINTS = {
     400: "the endpoint rejected the request body; check the model name and provider_options",
     401: "check the API key (OPENAI_API_KEY / ANTHROPIC_API_KEY or api_key=)",
@@ -181,8 +244,8 @@ _HINTS = {
 def _hint_for(status: int, vendor: str) -> str:
     if status == 404 and vendor == "anthropic":
         return (
-            "check the model name and base_url (the host root, without /v1: the adapter "
-            "appends /v1/messages)"
+            "check the model name and base_url (the host root, such as "
+            "https://api.anthropic.com, or the same with /v1: the adapter appends /v1/messages)"
         )
     if status in _HINTS:
         return _HINTS[status]
@@ -191,6 +254,18 @@ def _hint_for(status: int, vendor: str) -> str:
     if status >= 500:
         return "the provider failed or is overloaded; the call is retried"
     return "see the provider's error message above"
+
+
+def error_event(data: str, *, vendor: str, model: str) -> ProviderError:
+    """The error for an ``event: error`` frame (or llama.cpp's ``error:`` line), whatever its
+    data holds: an ``{"error": ...}`` wrapper, a bare error object, or plain text."""
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        payload = {"error": {"message": data.strip()[:500] or "an empty error event"}}
+    return stream_error(payload, vendor=vendor, model=model)
 
 
 def error_from_response(
@@ -268,13 +343,35 @@ def stream_error(payload: Any, *, vendor: str, model: str) -> ProviderError:
     )
 
 
-def error_from_transport(exc: Exception, *, vendor: str, model: str) -> ProviderError:
+def no_first_byte(seconds: float, *, vendor: str, model: str) -> ProviderError:
+    """The retryable error for a server that took the request and sent nothing back."""
+    return ProviderError(
+        f"{vendor} sent no response within {seconds:g} s (model {model!r}): the server "
+        "accepted the request but did not answer",
+        vendor=vendor,
+        model=model,
+        retryable=True,
+        hint="the endpoint is stuck or overloaded; check that it serves requests "
+        "(LOVIA_PROVIDER_FIRST_BYTE_TIMEOUT sets this limit); the call is retried",
+    )
+
+
+def error_from_transport(
+    exc: Exception, *, vendor: str, model: str, timeouts: ProviderTimeouts | None = None
+) -> ProviderError:
     """The error for an httpx transport failure (all retryable but invalid URLs and TLS
-    verification failures, which no retry can fix)."""
+    verification failures, which no retry can fix); ``timeouts`` names the limit hit."""
     import httpx
 
-    if isinstance(exc, httpx.TimeoutException):
-        what, hint = "timed out", "raise timeout= or LOVIA_PROVIDER_TIMEOUT; the call is retried"
+    limits = timeouts or ProviderTimeouts()
+    if isinstance(exc, httpx.ConnectTimeout):
+        what = f"could not connect within {_applied(exc, 'connect', limits.connect):g} s"
+        hint = "check base_url, the network and any proxy; the call is retried"
+    elif isinstance(exc, httpx.ReadTimeout):
+        what = f"sent nothing for {_applied(exc, 'read', limits.read):g} s while replying"
+        hint = "the server stalled mid-reply; the partial turn is discarded and the call is retried"
+    elif isinstance(exc, httpx.TimeoutException):
+        what, hint = "timed out", "the call is retried"
     elif isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
         what, hint = (
             "dropped the connection",
@@ -301,10 +398,35 @@ def error_from_transport(exc: Exception, *, vendor: str, model: str) -> Provider
         )
     else:
         what, hint = "failed", "a transport error; the call is retried"
+    detail = f": {exc}" if str(exc) else ""
     return ProviderError(
-        f"{vendor} {what} (model {model!r}): {type(exc).__name__}: {exc}",
+        f"{vendor} {what} (model {model!r}; {type(exc).__name__}{detail})",
         vendor=vendor,
         model=model,
         retryable=True,
         hint=hint,
     )
+
+
+def _applied(exc: Exception, kind: str, fallback: float) -> float:
+    """The limit httpx applied to the failed request (a caller's client has its own)."""
+    try:
+        value = exc.request.extensions["timeout"][kind]  # type: ignore[attr-defined]
+    except (AttributeError, KeyError, RuntimeError, TypeError):
+        return fallback
+    return float(value) if isinstance(value, (int, float)) else fallback
+
+
+_RETRY_PROMISE = re.compile(r"(?:;|,| and)? the call is retried(?: after Retry-After)?")
+
+
+def note_attempts(exc: BaseException, attempts: int, seconds: float) -> None:
+    """Make a ``ProviderError`` the final word: say how many calls were made and over how
+    long, and drop the hint's promise of a retry that will not come."""
+    if not isinstance(exc, ProviderError):
+        return
+    if attempts > 1:
+        exc.message = f"{exc.message} [gave up after {attempts} attempts over {seconds:.1f} s]"
+        exc.args = (exc.message,)
+    if exc.hint:
+        exc.hint = _RETRY_PROMISE.sub("", exc.hint).strip(" ;,") or None

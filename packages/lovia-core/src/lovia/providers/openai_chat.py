@@ -9,7 +9,9 @@ the prompt fallback for structured output unless ``supports_json_schema=True``.
 Reasoning (``reasoning_content``) is replayed only for entries this adapter produced, per
 host: on for DeepSeek and other compatible hosts, off for the official API. Tool-call
 arguments pass through byte for byte; images returned by tools ride one synthetic user
-message after each turn's tool results.
+message after each turn's tool results. A tool-call turn replays ``reasoning_content`` even
+when empty (DeepSeek's thinking mode requires it). ``openai_tool_schema`` is the function
+tool shape (the neutral ``Tool`` knows no wire format).
 """
 
 from __future__ import annotations
@@ -17,10 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from ..events import ReasoningDelta, TextDelta
@@ -33,30 +32,35 @@ from ..transcript import (
     ReasoningEntry,
     ToolCallEntry,
     ToolResultEntry,
-    TranscriptEntry,
 )
 from ._http import (
-    ClientSlot,
+    AdapterRules,
+    ConnectionOptions,
+    HTTPAdapter,
     count_of,
-    host_of,
     merge_options,
     parse_json_event,
     stop_list,
-    stream_deltas,
     truncated,
 )
-from ._openai_auth import openai_headers
 from .base import FinishDelta, ModelDelta, ModelSettings, ToolCallDelta, UsageDelta
-from .discovery import discover_window, is_official_openai_host, table_window
+from .discovery import is_official_openai_host
 from .errors import stream_error
 from .sse import SSEEvent, SSEParser
 
 if TYPE_CHECKING:
-    import httpx
+    from typing_extensions import Unpack
 
     from ..tools.base import Tool
+    from ._http import Body, Entries, Tools
 
-__all__ = ["ChatStreamDecoder", "DEFAULT_OPENAI_BASE_URL", "OpenAIChatProvider"]
+__all__ = [
+    "ChatStreamDecoder",
+    "DEFAULT_OPENAI_BASE_URL",
+    "OPENAI_RULES",
+    "OpenAIChatProvider",
+    "openai_tool_schema",
+]
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 """Where ``OpenAIChatProvider`` goes without ``base_url=`` or ``OPENAI_BASE_URL``."""
@@ -70,7 +74,33 @@ def _data_url(part: ImagePart | FilePart) -> str:
     return f"data:{part.mime_type};base64,{part.data}"
 
 
-class OpenAIChatProvider:
+OPENAI_RULES = AdapterRules(
+    base_url_env="OPENAI_BASE_URL",
+    default_base_url=DEFAULT_OPENAI_BASE_URL,
+    key_env="OPENAI_API_KEY",
+    key_header="authorization",
+    key_prefix="Bearer ",
+    authorising=("authorization",),
+    missing_key_hint="set OPENAI_API_KEY or pass api_key=; "
+    "for a compatible server set base_url= (or OPENAI_BASE_URL)",
+    example="OpenAIChatProvider('gpt-4o-mini')",
+)
+"""The URL and key rules of both OpenAI adapters."""
+
+
+def openai_tool_schema(tool: Tool) -> dict[str, Any]:
+    """``tool`` as a Chat Completions ``tools`` item (``strict`` only when set)."""
+    fn: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": tool.parameters,
+    }
+    if tool.strict:
+        fn["strict"] = True
+    return {"type": "function", "function": fn}
+
+
+class OpenAIChatProvider(HTTPAdapter):
     """A model behind an OpenAI Chat Completions endpoint (streaming).
 
     ``client`` is used as is and never closed by ``aclose()``; otherwise the adapter makes
@@ -79,101 +109,53 @@ class OpenAIChatProvider:
     """
 
     name = "openai"
+    rules = OPENAI_RULES
+    path = "/chat/completions"
+    is_official_host = staticmethod(is_official_openai_host)
 
     def __init__(
         self,
         model: str,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        client: httpx.AsyncClient | None = None,
-        timeout: float | None = None,
-        default_headers: Mapping[str, str] | None = None,
         supports_json_schema: bool | None = None,
-        trust_env: bool | None = None,
         replay_reasoning: bool | None = None,
         official_dialect: bool | None = None,
-        supports_vision: bool | None = None,
+        **options: Unpack[ConnectionOptions],
     ) -> None:
-        if not model:
-            raise UserError(
-                "OpenAIChatProvider needs a model name",
-                hint="e.g. OpenAIChatProvider('gpt-4o-mini')",
-            )
-        self.model = model
-        self.base_url = (
-            base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
-        ).rstrip("/")
-        self.host = host_of(self.base_url)
-        official_host = is_official_openai_host(self.host)
-        self.official_dialect = official_host if official_dialect is None else official_dialect
-        self._headers = openai_headers(
-            api_key,
-            default_headers,
-            host=self.host,
-            official=official_host,
-            missing_key_hint="set OPENAI_API_KEY or pass api_key=; "
-            "for a compatible server set base_url= (or OPENAI_BASE_URL)",
-        )
+        super().__init__(model, **options)
+        official = self.official_host
+        self.official_dialect = official if official_dialect is None else official_dialect
+        if self.official_dialect:
+            self.max_tokens_field = "max_completion_tokens"
         self.supports_json_schema = (
             self.official_dialect if supports_json_schema is None else supports_json_schema
         )
-        self.replay_reasoning = (
-            (not official_host) if replay_reasoning is None else replay_reasoning
-        )
-        self.supports_vision = official_host if supports_vision is None else supports_vision
-        self._client = ClientSlot(client, timeout=timeout, trust_env=trust_env)
-
-    def __repr__(self) -> str:
-        return f"OpenAIChatProvider(model={self.model!r}, base_url={self.base_url!r})"
-
-    # -- lifecycle ---------------------------------------------------------------------
-
-    def _http(self) -> httpx.AsyncClient:
-        return self._client.get()
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this provider created it."""
-        await self._client.aclose()
-
-    # -- optional protocols ------------------------------------------------------------
-
-    def context_window(self) -> int | None:
-        """The bundled window for this host and model, if known."""
-        return table_window(self.host, self.model)
-
-    async def discover_context_window(self) -> int | None:
-        """Ask the endpoint's ``/models`` (never on the official API); fail-open, memoised."""
-        return await discover_window(self.base_url, self.model, self._headers)
+        self.replay_reasoning = (not official) if replay_reasoning is None else replay_reasoning
 
     # -- request -----------------------------------------------------------------------
 
-    def build_request(
-        self,
-        entries: Sequence[TranscriptEntry],
-        *,
-        tools: Sequence[Tool] = (),
-        response_format: dict[str, Any] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> dict[str, Any]:
+    def decoder(self) -> ChatStreamDecoder:
+        """A fresh decoder for one reply."""
+        return ChatStreamDecoder(self.model)
+
+    def _body(self, view: Entries, tools: Tools, fmt: Body | None, s: ModelSettings) -> Body:
         """The Chat Completions request body for this view."""
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": self._messages(entries),
+            "messages": self._messages(view),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
         if tools:
-            body["tools"] = [t.openai_schema() for t in tools]
-        if response_format is not None and self.supports_json_schema:
-            body["response_format"] = response_format
-        s = settings or ModelSettings()
+            body["tools"] = [openai_tool_schema(t) for t in tools]
+        if fmt is not None and self.supports_json_schema:
+            body["response_format"] = fmt
         if s.temperature is not None:
             body["temperature"] = s.temperature
         if s.top_p is not None:
             body["top_p"] = s.top_p
         if s.max_tokens is not None:
-            body["max_completion_tokens" if self.official_dialect else "max_tokens"] = s.max_tokens
+            body[self.max_tokens_field] = s.max_tokens
         if s.stop is not None:
             body["stop"] = stop_list(s.stop)
         if s.parallel_tool_calls is not None and tools:
@@ -205,7 +187,7 @@ class OpenAIChatProvider:
                 out.append({"type": "text", "text": project_parts([part])})
         return out
 
-    def _messages(self, entries: Sequence[TranscriptEntry]) -> list[dict[str, Any]]:
+    def _messages(self, entries: Entries) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = []
         text: list[str] = []
         reasoning: list[str] = []
@@ -219,7 +201,9 @@ class OpenAIChatProvider:
                 msg: dict[str, Any] = {"role": "assistant", "content": content}
                 if calls:
                     msg["tool_calls"] = list(calls)
-                if reasoning and self.replay_reasoning:
+                # A tool-call turn carries it even when empty: DeepSeek's thinking mode
+                # rejects one without ("Missing reasoning_content field").
+                if self.replay_reasoning and (reasoning or calls):
                     msg["reasoning_content"] = "".join(reasoning)
                 messages.append(msg)
             # reasoning with nothing after it is an orphan: dropped
@@ -275,33 +259,6 @@ class OpenAIChatProvider:
         if e.role == "system":
             return {"role": "system", "content": project_parts(e.content)}
         return {"role": "user", "content": self._content(e.content)}
-
-    # -- streaming ---------------------------------------------------------------------
-
-    async def stream(
-        self,
-        entries: Sequence[TranscriptEntry],
-        *,
-        tools: Sequence[Tool] = (),
-        response_format: dict[str, Any] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> AsyncIterator[ModelDelta]:
-        """Stream one reply; a stream that ends before its finish raises a retryable error."""
-        body = self.build_request(
-            entries, tools=tools, response_format=response_format, settings=settings
-        )
-        deltas = stream_deltas(
-            await self._client.ready(),
-            self.base_url + "/chat/completions",
-            body,
-            self._headers,
-            vendor=self.name,
-            model=self.model,
-            decoder=ChatStreamDecoder(self.model),
-        )
-        async with aclosing(deltas):
-            async for delta in deltas:
-                yield delta
 
 
 def _decode_text(part: FilePart) -> str:

@@ -9,13 +9,11 @@ its ``encrypted_content`` so the next request can hand them back verbatim. Tool 
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import aclosing
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..events import ReasoningDelta, TextDelta
-from ..exceptions import UserError
 from ..messages import Usage
 from ..parts import ContentPart, FilePart, ImagePart, TextPart, project_parts, text_of
 from ..transcript import (
@@ -24,18 +22,15 @@ from ..transcript import (
     ReasoningEntry,
     ToolCallEntry,
     ToolResultEntry,
-    TranscriptEntry,
 )
 from ._http import (
-    ClientSlot,
+    ConnectionOptions,
+    HTTPAdapter,
     count_of,
-    host_of,
     merge_options,
     parse_json_event,
-    stream_deltas,
     truncated,
 )
-from ._openai_auth import openai_headers
 from .base import (
     EntryCompletedDelta,
     FinishDelta,
@@ -44,89 +39,47 @@ from .base import (
     ToolCallDelta,
     UsageDelta,
 )
-from .discovery import discover_window, is_official_openai_host, table_window
+from .discovery import is_official_openai_host
 from .errors import stream_error
-from .openai_chat import DEFAULT_OPENAI_BASE_URL as _DEFAULT_BASE_URL
+from .openai_chat import OPENAI_RULES
 from .sse import SSEEvent, SSEParser
 
 if TYPE_CHECKING:
-    import httpx
+    from typing_extensions import Unpack
 
-    from ..tools.base import Tool
+    from ._http import Body, Entries, Tools
 
 __all__ = ["OpenAIResponsesProvider", "ResponsesStreamDecoder"]
 
 
-class OpenAIResponsesProvider:
+class OpenAIResponsesProvider(HTTPAdapter):
     """A model behind the OpenAI Responses API (or a server implementing it)."""
 
     name = "openai-responses"
+    rules = replace(OPENAI_RULES, example="'openai-responses:gpt-5-mini'")
+    path = "/responses"
+    max_tokens_field = "max_output_tokens"
+    is_official_host = staticmethod(is_official_openai_host)
 
     def __init__(
         self,
         model: str,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        client: httpx.AsyncClient | None = None,
-        timeout: float | None = None,
-        default_headers: Mapping[str, str] | None = None,
         supports_json_schema: bool | None = None,
-        trust_env: bool | None = None,
-        supports_vision: bool | None = None,
+        **options: Unpack[ConnectionOptions],
     ) -> None:
-        if not model:
-            raise UserError(
-                "OpenAIResponsesProvider needs a model name",
-                hint="e.g. 'openai-responses:gpt-5-mini'",
-            )
-        self.model = model
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or _DEFAULT_BASE_URL).rstrip(
-            "/"
-        )
-        self.host = host_of(self.base_url)
-        official = is_official_openai_host(self.host)
-        self._headers = openai_headers(
-            api_key,
-            default_headers,
-            host=self.host,
-            official=official,
-            missing_key_hint="set OPENAI_API_KEY or pass api_key=",
-        )
+        super().__init__(model, **options)
         self.supports_json_schema = True if supports_json_schema is None else supports_json_schema
-        self.supports_vision = official if supports_vision is None else supports_vision
-        self._client = ClientSlot(client, timeout=timeout, trust_env=trust_env)
 
-    def __repr__(self) -> str:
-        return f"OpenAIResponsesProvider(model={self.model!r}, base_url={self.base_url!r})"
+    def decoder(self) -> ResponsesStreamDecoder:
+        """A fresh decoder for one reply."""
+        return ResponsesStreamDecoder(self.model)
 
-    def _http(self) -> httpx.AsyncClient:
-        return self._client.get()
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this provider created it."""
-        await self._client.aclose()
-
-    def context_window(self) -> int | None:
-        """The bundled window for this host and model, if known."""
-        return table_window(self.host, self.model)
-
-    async def discover_context_window(self) -> int | None:
-        """Ask the endpoint's ``/models`` (never on the official API); fail-open, memoised."""
-        return await discover_window(self.base_url, self.model, self._headers)
-
-    def build_request(
-        self,
-        entries: Sequence[TranscriptEntry],
-        *,
-        tools: Sequence[Tool] = (),
-        response_format: dict[str, Any] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> dict[str, Any]:
+    def _body(self, view: Entries, tools: Tools, fmt: Body | None, s: ModelSettings) -> Body:
         """The Responses API request body for this view."""
         body: dict[str, Any] = {
             "model": self.model,
-            "input": self._items(entries),
+            "input": self._items(view),
             "stream": True,
             "store": False,
         }
@@ -142,17 +95,16 @@ class OpenAIResponsesProvider:
                 }
                 specs.append(spec)
             body["tools"] = specs
-        if response_format is not None and self.supports_json_schema:
-            schema = response_format.get("json_schema") or {}
-            fmt: dict[str, Any] = {
+        if fmt is not None and self.supports_json_schema:
+            schema = fmt.get("json_schema") or {}
+            text_format: dict[str, Any] = {
                 "type": "json_schema",
                 "name": schema.get("name", "output"),
                 "schema": schema.get("schema", {}),
             }
             if "strict" in schema:
-                fmt["strict"] = schema["strict"]
-            body["text"] = {"format": fmt}
-        s = settings or ModelSettings()
+                text_format["strict"] = schema["strict"]
+            body["text"] = {"format": text_format}
         if s.temperature is not None:
             body["temperature"] = s.temperature
         if s.top_p is not None:
@@ -187,7 +139,7 @@ class OpenAIResponsesProvider:
                 out.append({"type": "input_text", "text": project_parts([part])})
         return out
 
-    def _items(self, entries: Sequence[TranscriptEntry]) -> list[dict[str, Any]]:
+    def _items(self, entries: Entries) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         for e in entries:
             if isinstance(e, InputEntry):
@@ -233,31 +185,6 @@ class OpenAIResponsesProvider:
                         {"role": "user", "content": content + self._content(tuple(images))}
                     )
         return items
-
-    async def stream(
-        self,
-        entries: Sequence[TranscriptEntry],
-        *,
-        tools: Sequence[Tool] = (),
-        response_format: dict[str, Any] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> AsyncIterator[ModelDelta]:
-        """Stream one reply; a stream without ``response.completed`` raises a retryable error."""
-        body = self.build_request(
-            entries, tools=tools, response_format=response_format, settings=settings
-        )
-        deltas = stream_deltas(
-            await self._client.ready(),
-            self.base_url + "/responses",
-            body,
-            self._headers,
-            vendor=self.name,
-            model=self.model,
-            decoder=ResponsesStreamDecoder(self.model),
-        )
-        async with aclosing(deltas):
-            async for delta in deltas:
-                yield delta
 
 
 class ResponsesStreamDecoder:

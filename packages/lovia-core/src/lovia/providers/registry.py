@@ -8,8 +8,9 @@ Resolution of a prefix, case-insensitive:
 3. the ``lovia.providers`` entry-point group, loaded lazily and only for the prefix asked
    for. An entry point never shadows a built-in prefix.
 
-A string without a colon is a model on an OpenAI-compatible endpoint. Adapter modules (and
-so httpx) are imported only when a provider is built.
+A string without a colon is a model on an OpenAI-compatible endpoint; one that starts with
+``claude`` warns (``warnings.warn`` and the log), since it almost certainly meant
+``anthropic:``. Adapter modules (and so httpx) are imported only when a provider is built.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -161,12 +163,13 @@ def provider_from_string(
     if not sep:
         model, prefix = text, "openai"
         if text.lower().startswith("claude"):
-            _log.warning(
-                "model %r has no prefix and is sent to an OpenAI-compatible endpoint; "
-                "write 'anthropic:%s' for the Anthropic API",
-                text,
-                text,
+            # A configuration mistake: a warning the developer sees, and the log.
+            message = (
+                f"model {text!r} has no prefix and is sent to an OpenAI-compatible endpoint; "
+                f"write 'anthropic:{text}' for the Anthropic API"
             )
+            warnings.warn(message, UserWarning, stacklevel=2)
+            _log.warning("%s", message)
     prefix = prefix.strip().lower()
     model = model.strip()
     if not model:

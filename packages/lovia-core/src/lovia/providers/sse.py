@@ -5,6 +5,10 @@ framing rules that matter for model APIs: lines end in LF, CRLF or CR; ``data:``
 one event are joined with ``\\n``; ``event:`` names the event; comments (``:``), unknown
 fields and stray noise lines are skipped; an event is dispatched on a blank line. A
 ``data: [DONE]`` sentinel sets ``done`` and everything after it is ignored.
+
+One field beyond the standard: llama.cpp's server reports a failure inside a 200 stream as
+an ``error: {...}`` line. It is read as ``event: error`` with that data, so the failure is
+an event like any vendor's ``event: error`` rather than an ignored line.
 """
 
 from __future__ import annotations
@@ -73,6 +77,9 @@ class SSEParser:
                 data.append(line[6:] if line[5:6] == b" " else line[5:])
             elif line[:6] == b"event:":
                 self._event = line[6:].strip().decode("utf-8", "replace") or None
+            elif line[:6] == b"error:":  # llama.cpp (see the module docstring)
+                self._event = "error"
+                data.append(line[7:] if line[6:7] == b" " else line[6:])
             # comments (":"), id:, retry: and noise lines are ignored
         self.events_seen += len(out)
         return out

@@ -22,6 +22,7 @@ Retries add no turns.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -203,6 +204,7 @@ class ModelTurn:
         costs about 0.15 us per delta, and deltas are the hot path.
         """
         attempt = 0
+        started = time.monotonic()
         overflow_tried = False
         provider = self.provider
         while True:
@@ -250,9 +252,10 @@ class ModelTurn:
                 self.view = await self._reactive_view(exc)
                 attempt -= 1  # the reactive retry is the policy's, not the retry policy's
             except Exception as exc:  # noqa: BLE001 - the retry policy re-raises what it rejects
-                if self._restart_discards(exc, attempt, asm):
+                if self._restart_discards(exc, attempt, asm, started):
                     yield OutputDiscarded(reason=str(exc) or type(exc).__name__)
-                _log.info("model.retry: turn=%d attempt=%d error=%s", self.turn, attempt, exc)
+                why = getattr(exc, "message", None) or exc
+                _log.warning("model.retry: turn=%d attempt=%d error=%s", self.turn, attempt, why)
                 assert self.retry is not None
                 await self.retry.backoff(attempt, exc, self.token)
 
@@ -264,11 +267,16 @@ class ModelTurn:
             raise exc
         return view
 
-    def _restart_discards(self, exc: Exception, attempt: int, asm: TurnAssembly) -> bool:
+    def _restart_discards(
+        self, exc: Exception, attempt: int, asm: TurnAssembly, started: float
+    ) -> bool:
         """Decide a retry after ``exc``: re-raises it when the call must not be retried,
         else says whether forwarded deltas must be discarded first."""
         retry = self.retry
         if retry is None or not retry.should_retry(exc, attempt):
+            from ..providers.errors import note_attempts  # only on the way out
+
+            note_attempts(exc, attempt, time.monotonic() - started)
             raise exc
         if asm.forwarded or asm.has_tool_fragments:
             if not retry.restart_on_partial:

@@ -116,16 +116,15 @@ class Tool:
     strict: bool = False
     """Ask providers to enforce ``parameters`` exactly (OpenAI strict function calling)."""
 
-    def openai_schema(self) -> dict[str, Any]:
-        """The tool as an OpenAI Chat Completions ``tools`` item."""
-        fn: dict[str, Any] = {
+    def schema_json(self) -> str:
+        """The tool's declaration (name, description, parameters) as compact JSON: what
+        every provider sends for a tool, whatever its wire framing (token counting)."""
+        declaration = {
             "name": self.name,
             "description": self.description,
             "parameters": self.parameters,
         }
-        if self.strict:
-            fn["strict"] = True
-        return {"type": "function", "function": fn}
+        return json.dumps(declaration, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 # --- @tool ------------------------------------------------------------------------------
