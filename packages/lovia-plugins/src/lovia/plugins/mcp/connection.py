@@ -243,9 +243,13 @@ class MCPConnection:
                 if self.server.auto_reconnect
                 else "the server is not reconnected (auto_reconnect=False)",
             )
-        what = f"tool {name!r}" if name else "tool listing"
+        if name is None:
+            return MCPError(
+                f"MCP server {label!r} failed to list its tools: {_describe(exc)}",
+                hint="the server answered tools/list with an error; check its logs",
+            )
         return MCPError(
-            f"MCP server {label!r} failed on {what}: {_describe(exc)}",
+            f"MCP server {label!r} failed on tool {name!r}: {_describe(exc)}",
             tool_name=name,
             hint="check the arguments against the tool's schema",
         )
