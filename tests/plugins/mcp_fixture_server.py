@@ -23,17 +23,22 @@ from mcp.server.stdio import stdio_server
 
 MARKERS = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(".")
 OBJECT = {"type": "object", "properties": {"text": {"type": "string"}}}
+EMPTY = {"type": "object"}
 TOOLS = [
     types.Tool(name="echo", description="Echo the text back.", input_schema=OBJECT),
-    types.Tool(name="image", description="Return a 300-byte PNG.", input_schema={"type": "object"}),
-    types.Tool(name="audio", description="Return a 2048-byte WAV clip.", input_schema={"type": "object"}),
-    types.Tool(name="resource", description="Embedded text and blob resources.", input_schema={"type": "object"}),
-    types.Tool(name="link", description="A link to a resource.", input_schema={"type": "object"}),
-    types.Tool(name="fail", description="Report an error result.", input_schema={"type": "object"}),
-    types.Tool(name="boom", description="Answer with a protocol error.", input_schema={"type": "object"}),
-    types.Tool(name="slow", description="Sleep until cancelled.", input_schema={"type": "object"}),
-    types.Tool(name="crash", description="Exit the server process.", input_schema={"type": "object"}),
-    types.Tool(name="count", description="Count calls in a file.", input_schema={"type": "object"}),
+    types.Tool(name="image", description="Return a 300-byte PNG.", input_schema=EMPTY),
+    types.Tool(name="audio", description="Return a 2048-byte WAV clip.", input_schema=EMPTY),
+    types.Tool(
+        name="resource",
+        description="Embedded text and blob resources.",
+        input_schema=EMPTY,
+    ),
+    types.Tool(name="link", description="A link to a resource.", input_schema=EMPTY),
+    types.Tool(name="fail", description="Report an error result.", input_schema=EMPTY),
+    types.Tool(name="boom", description="Answer with a protocol error.", input_schema=EMPTY),
+    types.Tool(name="slow", description="Sleep until cancelled.", input_schema=EMPTY),
+    types.Tool(name="crash", description="Exit the server process.", input_schema=EMPTY),
+    types.Tool(name="count", description="Count calls in a file.", input_schema=EMPTY),
     types.Tool(name="weather.today", description="A dotted name.", input_schema=OBJECT),
 ]
 PAGE = 4
@@ -43,7 +48,9 @@ def _text(value: str) -> types.TextContent:
     return types.TextContent(type="text", text=value)
 
 
-async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+async def list_tools(
+    ctx: Any, params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
     start = int(params.cursor) if params is not None and params.cursor else 0
     end = start + PAGE
     next_cursor = str(end) if end < len(TOOLS) else None
@@ -64,7 +71,9 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     elif name == "resource":
         text = types.TextResourceContents(uri="file:///notes.txt", text="inline notes")
         blob = types.BlobResourceContents(
-            uri="file:///data.bin", mime_type="application/zip", blob=base64.b64encode(b"z" * 10).decode()
+            uri="file:///data.bin",
+            mime_type="application/zip",
+            blob=base64.b64encode(b"z" * 10).decode(),
         )
         content = [
             types.EmbeddedResource(type="resource", resource=text),

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from lovia.plugins.mcp import MCPServerStdio
+
 from tests.support import free_port, port_open, require
 
 HERE = Path(__file__).parent
@@ -40,6 +41,11 @@ VENV_HINT = (
 def fixture_server(markers: Path, **options: Any) -> MCPServerStdio:
     """The fixture server, writing its markers (``cancelled``, ``calls``) into ``markers``."""
     return MCPServerStdio(command=sys.executable, args=[str(FIXTURE), str(markers)], **options)
+
+
+def fixture_command(markers: Path) -> str:
+    """The fixture server as one shell command (for wrappers that record a pid or fail)."""
+    return f'"{sys.executable}" "{FIXTURE}" "{markers}"'
 
 
 def require_node_everything() -> None:

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from lovia import Agent, NoopContextPolicy, Runner
 from lovia.exceptions import MCPError, UserError
 from lovia.plugins.mcp import (
@@ -28,7 +27,8 @@ from lovia.plugins.mcp import (
 )
 from lovia.testing import ScriptedProvider, batch, call, text
 from lovia.transcript import ToolCallEntry, ToolResultEntry, TranscriptEntry
-from tests.plugins.mcp_peers import fixture_server
+
+from tests.plugins.mcp_peers import fixture_command, fixture_server
 
 
 def assert_paired(entries: list[TranscriptEntry]) -> None:
@@ -58,13 +58,13 @@ def test_configs_are_frozen_keyword_only_and_checked() -> None:
     with pytest.raises(AttributeError):
         server.name = "other"  # type: ignore[misc]
     with pytest.raises(TypeError):
-        MCPServerStdio("x")  # type: ignore[misc]
+        MCPServerStdio("x")  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         MCPServerStreamableHTTP()  # type: ignore[call-arg]
     with pytest.raises(UserError, match="name"):
         MCPServerStdio(command="x", name="has space")
     with pytest.raises(UserError, match="list"):
-        MCPServerStdio(command="x", args="a b")  # type: ignore[arg-type]
+        MCPServerStdio(command="x", args="a b")
     with pytest.raises(UserError, match="http"):
         MCPServerStreamableHTTP(url="127.0.0.1:3000/mcp")
     with pytest.raises(UserError, match="timeout"):
@@ -191,9 +191,12 @@ async def test_deadline_really_cancels_the_call_on_the_server(tmp_path: Path) ->
     out = results(result.entries)["c1"]
     assert out.is_error and "timed out after 0.5 s; the call was cancelled" in out.output
     marker = tmp_path / "cancelled"
-    async with asyncio.timeout(10):  # the server records the cancellation it received
+
+    async def cancelled_on_the_server() -> None:  # polled: the server writes the file itself
         while not marker.exists():
             await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(cancelled_on_the_server(), 10)
 
 
 async def test_a_server_that_dies_mid_session_reconnects(tmp_path: Path) -> None:
@@ -222,7 +225,7 @@ async def test_retry_once_is_at_least_once(tmp_path: Path) -> None:
     import signal
 
     pid_file = tmp_path / "pid"
-    script = f'echo $$ > "{pid_file}"; exec "{sys.executable}" "{fixture_server(tmp_path).args[0]}" "{tmp_path}"'
+    script = f'echo $$ > "{pid_file}"; exec {fixture_command(tmp_path)}'
     server = MCPServerStdio(command="sh", args=["-c", script])
     async with server.session() as conn:
         await conn.call_tool("count", {})
@@ -243,9 +246,8 @@ async def test_no_auto_reconnect_reports_and_stays_down(tmp_path: Path) -> None:
 
 async def test_missing_script_fails_fast_with_the_servers_stderr() -> None:
     server = MCPServerStdio(command=sys.executable, args=["/nonexistent/server.py"], name="bad")
-    async with asyncio.timeout(20):
-        with pytest.raises(MCPError) as info:
-            await server.session().open()
+    with pytest.raises(MCPError) as info:
+        await asyncio.wait_for(server.session().open(), 20)  # fails fast, never hangs
     message = str(info.value)
     assert "failed to start" in message
     assert "server stderr" in message and "No such file or directory" in message
@@ -258,9 +260,8 @@ async def test_missing_command_fails_fast() -> None:
 
 async def test_a_server_that_never_answers_times_out_the_start(tmp_path: Path) -> None:
     server = MCPServerStdio(command="sleep", args=["60"], connect_timeout=0.5)
-    async with asyncio.timeout(20):
-        with pytest.raises(MCPError, match="connect_timeout=0.5"):
-            await server.session().open()
+    with pytest.raises(MCPError, match="connect_timeout=0.5"):
+        await asyncio.wait_for(server.session().open(), 20)
 
 
 async def test_invoking_after_close_raises(tmp_path: Path) -> None:
@@ -287,7 +288,9 @@ async def test_a_dead_server_never_blocks_the_run_or_the_others(
     dead = MCPServerStdio(command=sys.executable, args=["/nonexistent.py"], name="dead")
     plugin = MCP(dead, fixture_server(tmp_path, name="ok"))
     with caplog.at_level(logging.WARNING, logger="lovia.plugins.mcp"):
-        result, model = await run(plugin, [call("ok__echo", {"text": "hi"}, call_id="c1"), text("fine")])
+        result, model = await run(
+            plugin, [call("ok__echo", {"text": "hi"}, call_id="c1"), text("fine")]
+        )
     assert result.output == "fine"
     assert results(result.entries)["c1"].output == "echo: hi"
     system = model.calls[0][0].content
@@ -297,12 +300,15 @@ async def test_a_dead_server_never_blocks_the_run_or_the_others(
 
 async def test_a_server_that_died_between_runs_gives_a_clear_tool_error(tmp_path: Path) -> None:
     flag = tmp_path / "down"
-    script = f'[ -e "{flag}" ] && {{ echo "flag says down" >&2; exit 1; }}; exec "{sys.executable}" "{fixture_server(tmp_path).args[0]}" "{tmp_path}"'
+    down = f'[ -e "{flag}" ] && {{ echo "flag says down" >&2; exit 1; }}'
+    script = f"{down}; exec {fixture_command(tmp_path)}"
     plugin = MCP(MCPServerStdio(command="sh", args=["-c", script], name="fx"))
     first, _ = await run(plugin, [call("fx__echo", {"text": "a"}, call_id="c1"), text("ok")])
     assert results(first.entries)["c1"].output == "echo: a"
     flag.write_text("")
-    second, model = await run(plugin, [call("fx__echo", {"text": "b"}, call_id="c2"), text("sorry")])
+    second, model = await run(
+        plugin, [call("fx__echo", {"text": "b"}, call_id="c2"), text("sorry")]
+    )
     assert "fx__echo" in model.tools[0]  # still offered from the last listing
     out = results(second.entries)["c2"]
     assert out.is_error and "flag says down" in out.output
@@ -378,7 +384,9 @@ async def test_deferred_calls_keep_the_servers_approval(tmp_path: Path) -> None:
 
 async def test_deferred_search_caps_results_and_says_how_many_more(tmp_path: Path) -> None:
     plugin = MCP(fixture_server(tmp_path, name="fx", defer=True))
-    result, _ = await run(plugin, [call("search_mcp_tools", {"query": "fx"}, call_id="s"), text("ok")])
+    result, _ = await run(
+        plugin, [call("search_mcp_tools", {"query": "fx"}, call_id="s"), text("ok")]
+    )
     output = results(result.entries)["s"].output
     assert output.count("\n- ") == 7 and "(3 more match; refine the query" in output
 

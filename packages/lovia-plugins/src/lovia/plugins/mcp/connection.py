@@ -46,6 +46,7 @@ _RECONNECT_ATTEMPTS = 3
 _BACKOFF_BASE_SECONDS = 0.25
 _BACKOFF_MAX_SECONDS = 4.0
 _MAX_PAGES = 1000
+_LOST_SESSION_MESSAGES = ("Session terminated", "Server returned an error response")
 _INSTALL_HINT = "pip install 'lovia-plugins[mcp]'  (or: pip install 'mcp>=2,<3')"
 
 
@@ -443,7 +444,10 @@ def _is_connection_error(exc: BaseException) -> bool:
 
     if isinstance(exc, SdkError):
         # A 404 on a known session id comes back as "Session terminated": re-initialise.
-        return exc.code == CONNECTION_CLOSED or exc.message == "Session terminated"
+        # Some servers (server-everything among them) answer an unknown session with a bare
+        # 400 instead, which the SDK reports as an HTTP-level "error response" without a
+        # JSON-RPC body; that too is treated as a lost session (re-initialised once).
+        return exc.code == CONNECTION_CLOSED or exc.message in _LOST_SESSION_MESSAGES
     import httpx2
 
     return isinstance(exc, httpx2.TransportError)
