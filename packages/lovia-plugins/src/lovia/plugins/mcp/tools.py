@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .config import MCPServerConfig
     from .connection import MCPConnection
 
-__all__ = ["DeferredCatalog", "build_tools", "exposed_name"]
+__all__ = ["DeferredCatalog", "build_tools", "check_unique", "exposed_name", "selected"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64
