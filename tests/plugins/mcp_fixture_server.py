@@ -40,6 +40,7 @@ TOOLS = [
     types.Tool(name="crash", description="Exit the server process.", input_schema=EMPTY),
     types.Tool(name="count", description="Count calls in a file.", input_schema=EMPTY),
     types.Tool(name="weather.today", description="A dotted name.", input_schema=OBJECT),
+    types.Tool(name="flaky", description="Fail once, then succeed.", input_schema=EMPTY),
 ]
 PAGE = 4
 
@@ -96,6 +97,12 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         content = []
     elif name == "crash":
         os._exit(3)
+    elif name == "flaky":
+        marker = MARKERS / "flaky"
+        if not marker.exists():
+            marker.write_text("failed once")
+            raise RuntimeError("flaky failed on its first call")
+        content = [_text("recovered")]
     elif name == "count":
         with open(MARKERS / "calls", "a") as f:
             f.write("x")

@@ -118,8 +118,8 @@ async def test_every_content_kind_renders_through_a_real_server(tmp_path: Path) 
 async def test_listing_follows_every_page(tmp_path: Path) -> None:
     async with fixture_server(tmp_path).session() as conn:
         names = [t.name for t in await conn.tools()]
-    assert len(names) == 11  # three pages of four
-    assert names[0] == "echo" and names[-1] == "weather.today"
+    assert len(names) == 12  # three pages of four
+    assert names[0] == "echo" and names[-1] == "flaky"
 
 
 async def test_prefix_filters_and_unsafe_names_in_a_run(tmp_path: Path) -> None:
@@ -173,11 +173,29 @@ async def test_output_cap_and_custom_renderer_apply(tmp_path: Path) -> None:
     assert type(seen[0]).__name__ == "CallToolResult"  # the renderer gets the raw result
 
 
-async def test_name_clash_between_servers_is_a_user_error(tmp_path: Path) -> None:
-    plugin = MCP(fixture_server(tmp_path), fixture_server(tmp_path))
-    model = ScriptedProvider([text("never")])
-    with pytest.raises(UserError, match="distinct name"):
-        await Runner.run(Agent(name="a", model=model, plugins=[plugin]), "go")
+async def test_a_failed_setup_closes_only_the_connections_it_opened(tmp_path: Path) -> None:
+    states: list[MCPServerStateChanged] = []
+    async with fixture_server(tmp_path).session() as live:
+        plugin = MCP(live, fixture_server(tmp_path), on_state=states.append)  # same names
+        model = ScriptedProvider([text("never")])
+        with pytest.raises(UserError, match="distinct name"):
+            await Runner.run(Agent(name="a", model=model, plugins=[plugin]), "go")
+        assert live.state == "ready"  # handed in: never closed by the run
+    assert [s.state for s in states] == ["starting", "ready", "closed"]  # the owned one
+
+
+async def test_server_retries_reach_each_tool(tmp_path: Path) -> None:
+    result, _ = await run(
+        MCP(fixture_server(tmp_path, retries=1)), [call("flaky", {}, call_id="c1"), text("ok")]
+    )
+    assert results(result.entries)["c1"].output == "recovered"
+    (tmp_path / "flaky").unlink()
+    result, _ = await run(
+        MCP(fixture_server(tmp_path)), [call("flaky", {}, call_id="c2"), text("ok")]
+    )
+    assert results(result.entries)["c2"].is_error
+    output = results(result.entries)["c2"].output
+    assert "MCP server 'python mcp_fixture_server.py' failed on tool 'flaky'" in output
 
 
 # -- deadlines, reconnection, failures ----------------------------------------------------
@@ -388,7 +406,7 @@ async def test_deferred_search_caps_results_and_says_how_many_more(tmp_path: Pat
         plugin, [call("search_mcp_tools", {"query": "fx"}, call_id="s"), text("ok")]
     )
     output = results(result.entries)["s"].output
-    assert output.count("\n- ") == 7 and "(3 more match; refine the query" in output
+    assert output.count("\n- ") == 7 and "(4 more match; refine the query" in output
 
 
 async def test_deferred_name_clash_is_a_user_error(tmp_path: Path) -> None:

@@ -383,3 +383,30 @@ async def test_detached_aclose_cancels_children_silently() -> None:
     await gate.entered.wait()
     await plugin.aclose()
     assert gate.cancelled and delivered == []
+
+
+async def test_children_inherit_deps_and_tracer() -> None:
+    from lovia import InMemoryTracer
+
+    seen: list[Any] = []
+
+    @tool
+    def read_deps(ctx: RunContext[Any]) -> str:
+        """Report the deps."""
+        seen.append(ctx.deps)
+        return "ok"
+
+    worker = child([call("read_deps", {}), text("done")], tools=[read_deps])
+    tracer = InMemoryTracer()
+    await run_parent(
+        Subagents([worker]),
+        [
+            batch(("spawn_subagent", {"prompt": "p"}, "c1"), ("wait_subagents", {}, "w1")),
+            text("ok"),
+        ],
+        context={"user": "ada"},
+        tracer=tracer,
+    )
+    assert seen == [{"user": "ada"}]
+    runs = [s for s in tracer.spans if s.name == "run"]
+    assert {s.attributes.get("agent") for s in runs} == {"parent", "worker"}

@@ -16,6 +16,7 @@ server's tools behind ``search_mcp_tools``/``call_mcp_tool``.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -126,7 +127,10 @@ class MCPServerStdio(_ServerOptions):
             )
 
     def _default_label(self) -> str:
-        return " ".join([self.command, *self.args])[:80]
+        # "python server.py", "uvx mcp-server-time": short, yet tells servers apart.
+        first = next((a for a in self.args if not a.startswith("-")), None)
+        words = [self.command, first] if first else [self.command]
+        return " ".join(os.path.basename(w.rstrip("/")) or w for w in words)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -336,7 +336,7 @@ class MCPConnection:
             if not gen.ready.done():
                 gen.ready.cancel()
             raise
-        except BaseException as exc:  # noqa: BLE001 - reported through ready or the state
+        except Exception as exc:  # noqa: BLE001 - reported through ready or the state
             if not gen.ready.done():
                 gen.ready.set_exception(exc)
                 gen.ready.exception()  # retrieved: the connector reads it, never "never retrieved"

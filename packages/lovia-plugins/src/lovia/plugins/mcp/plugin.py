@@ -73,11 +73,15 @@ class MCP:
     async def setup(self, ctx: RunContext[Any]) -> PluginInstance:
         async with self._lock:  # the kept connections and listings are cross-run state
             connections, owned = self._connections()
-        listings = await asyncio.gather(
-            *(self._listing(i, c) for i, c in enumerate(connections)), return_exceptions=False
-        )
         try:
-            tools, instructions = self._assemble(connections, listings)
+            # Every listing settles before anything is closed, so no start races a close.
+            settled = await asyncio.gather(
+                *(self._listing(i, c) for i, c in enumerate(connections)), return_exceptions=True
+            )
+            for outcome in settled:
+                if isinstance(outcome, BaseException):
+                    raise outcome
+            tools, instructions = self._assemble(connections, settled)  # type: ignore[arg-type]
         except BaseException:
             await _close_all(owned)  # only what this run opened
             raise
