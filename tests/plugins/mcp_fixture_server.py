@@ -1,6 +1,7 @@
 """A small MCP server over stdio whose every answer the MCP tests control.
 
-Run as ``python mcp_fixture_server.py MARKER_DIR``. It lists its tools over three pages
+Run as ``python mcp_fixture_server.py MARKER_DIR`` (stdio), or with ``--http PORT`` appended
+to serve streamable HTTP on 127.0.0.1. It lists its tools over three pages
 (so listing must paginate), and its tools return each kind of content block. ``slow`` sleeps
 until cancelled and then writes ``MARKER_DIR/cancelled`` (proof the client's deadline really
 cancelled the call on the server). ``crash`` exits the process (a server dying mid-call).
@@ -119,5 +120,17 @@ async def main() -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
+def main_http(port: int) -> None:
+    """Serve over streamable HTTP on 127.0.0.1:``port`` at ``/mcp``."""
+    import uvicorn
+
+    server = Server("lovia-fixture", on_list_tools=list_tools, on_call_tool=call_tool)
+    app = server.streamable_http_app(host="127.0.0.1")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
-    anyio.run(main)
+    if len(sys.argv) > 3 and sys.argv[2] == "--http":
+        main_http(int(sys.argv[3]))
+    else:
+        anyio.run(main)

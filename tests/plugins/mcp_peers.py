@@ -71,29 +71,33 @@ def venv_server(name: str) -> str:
     return str(path)
 
 
-class HTTPEverything:
-    """server-everything over streamable HTTP on a free port (binds all interfaces; we talk
-    to it on 127.0.0.1 only). ``restart()`` replaces the process on the same port, which
-    forgets every session id, so the client's next request gets a 404."""
+class HTTPServer:
+    """An MCP server over streamable HTTP on a free port, spoken to on 127.0.0.1 only.
 
-    def __init__(self) -> None:
-        require_node_everything()
+    ``restart()`` replaces the process on the same port, which forgets every session id.
+    The default is server-everything (it binds all interfaces and reads env ``PORT``);
+    ``fixture=markers`` serves the fixture server instead (modern, stateless protocol).
+    """
+
+    def __init__(self, fixture: Path | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
+        if fixture is None:
+            require_node_everything()
+            self._argv = ["node", str(EVERYTHING), "streamableHttp"]
+        else:
+            self._argv = [sys.executable, str(FIXTURE), str(fixture), "--http", str(self.port)]
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         env = {**os.environ, "PORT": str(self.port)}
         self._proc = subprocess.Popen(
-            ["node", str(EVERYTHING), "streamableHttp"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            self._argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         deadline = time.monotonic() + 20
         while not port_open("127.0.0.1", self.port):  # polling with a deadline: no event to wait on
             if self._proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("server-everything (HTTP) did not start")
+                raise RuntimeError(f"{self._argv[0]} (HTTP) did not start")
             time.sleep(0.05)
 
     def stop(self) -> None:
@@ -112,8 +116,8 @@ class HTTPEverything:
 
 
 @contextmanager
-def http_everything() -> Iterator[HTTPEverything]:
-    server = HTTPEverything()
+def http_server(fixture: Path | None = None) -> Iterator[HTTPServer]:
+    server = HTTPServer(fixture)
     server.start()
     try:
         yield server

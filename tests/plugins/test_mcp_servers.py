@@ -26,7 +26,7 @@ from lovia.plugins.mcp import (
 from lovia.testing import ScriptedProvider, batch, call, text
 from lovia.transcript import ToolResultEntry
 
-from tests.plugins.mcp_peers import everything_stdio, http_everything, venv_server
+from tests.plugins.mcp_peers import everything_stdio, http_server, venv_server
 from tests.plugins.test_mcp import assert_paired
 
 
@@ -97,7 +97,7 @@ async def test_everything_slow_tool_past_its_deadline_is_cancelled() -> None:
 
 async def test_everything_http_session_expiry_reinitialises() -> None:
     states: list[MCPServerStateChanged] = []
-    with http_everything() as server:
+    with http_server() as server:
         config = MCPServerStreamableHTTP(url=server.url, name="web")
         async with MCPConnection(config, on_state=states.append) as c:
             assert render_mcp_content(await c.call_tool("echo", {"message": "1"})) == "Echo: 1"
@@ -107,8 +107,22 @@ async def test_everything_http_session_expiry_reinitialises() -> None:
     assert "Server returned an error response" in (states[2].error or "")  # its bare 400
 
 
+async def test_a_stateless_http_server_survives_a_restart_without_reconnecting(
+    tmp_path: Path,
+) -> None:
+    # The fixture server speaks the 2026-07-28 protocol: no session id, so nothing expires.
+    states: list[MCPServerStateChanged] = []
+    with http_server(fixture=tmp_path) as server:
+        config = MCPServerStreamableHTTP(url=server.url, name="fx")
+        async with MCPConnection(config, on_state=states.append) as c:
+            assert render_mcp_content(await c.call_tool("echo", {"text": "1"})) == "echo: 1"
+            await asyncio.to_thread(server.restart)
+            assert render_mcp_content(await c.call_tool("echo", {"text": "2"})) == "echo: 2"
+    assert [s.state for s in states] == ["starting", "ready", "closed"]
+
+
 async def test_everything_http_end_to_end_in_a_run() -> None:
-    with http_everything() as server:
+    with http_server() as server:
         plugin = MCP(MCPServerStreamableHTTP(url=server.url, name="web", include_tools=["echo"]))
         result, model = await run(
             plugin, [call("web__echo", {"message": "hi"}, call_id="c1"), text("ok")]
@@ -118,7 +132,7 @@ async def test_everything_http_end_to_end_in_a_run() -> None:
 
 
 async def test_a_stopped_http_server_is_a_clear_start_error() -> None:
-    with http_everything() as server:
+    with http_server() as server:
         url = server.url
     with pytest.raises(MCPError, match="failed to start"):
         await MCPServerStreamableHTTP(url=url, connect_timeout=10).session().open()
