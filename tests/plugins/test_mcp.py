@@ -289,6 +289,23 @@ async def test_invoking_after_close_raises(tmp_path: Path) -> None:
         await conn.call_tool("echo", {})
 
 
+async def test_close_while_starting_wins_and_leaves_nothing_running(tmp_path: Path) -> None:
+    conn = fixture_server(tmp_path).session()
+    closing: list[asyncio.Task[None]] = []
+
+    def on_state(event: MCPServerStateChanged) -> None:
+        if event.state == "starting":
+            closing.append(asyncio.get_running_loop().create_task(conn.close()))
+
+    conn.add_listener(on_state)
+    with pytest.raises(MCPError, match="is closed"):
+        await conn.open()
+    await closing[0]
+    assert conn.state == "closed"
+    with pytest.raises(MCPError, match="is closed"):
+        await conn.open()
+
+
 async def test_missing_mcp_package_is_a_user_error_with_the_install_command(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

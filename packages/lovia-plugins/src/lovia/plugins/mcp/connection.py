@@ -107,6 +107,7 @@ class MCPConnection:
         self._retired: set[asyncio.Task[None]] = set()
         self._tools: tuple[Any, ...] | None = None
         self._started = False
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"MCPConnection({self.server.label!r}, state={self._state!r})"
@@ -162,7 +163,8 @@ class MCPConnection:
         return self
 
     async def close(self) -> None:
-        """Stop the current generation and wait for it (idempotent)."""
+        """Stop the current generation and wait for it (idempotent; closed is final)."""
+        self._closed = True
         self._set_state("closed")
         gen, self._gen = self._gen, None
         if gen is not None:
@@ -261,6 +263,7 @@ class MCPConnection:
         gen = self._gen
         if gen is not None and gen.alive:
             return gen
+        self._check_open()
         _require_sdk()
         if self._lock is None:
             self._lock = asyncio.Lock()
@@ -268,12 +271,15 @@ class MCPConnection:
             gen = self._gen
             if gen is not None and gen.alive:
                 return gen
-            if self._state == "closed" and self._started:
-                raise MCPError(
-                    f"MCP server {self.server.label!r} is closed",
-                    hint="open a new connection (server.session()) or run again",
-                )
+            self._check_open()
             return await self._connect()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise MCPError(
+                f"MCP server {self.server.label!r} is closed",
+                hint="open a new connection (server.session()) or run again",
+            )
 
     async def _connect(self) -> _Generation:
         first = not self._started
@@ -286,9 +292,14 @@ class MCPConnection:
                 await asyncio.sleep(
                     min(_BACKOFF_MAX_SECONDS, _BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
                 )
+            self._check_open()  # close() may have run during the backoff
             gen = self._spawn()
             done, _ = await asyncio.wait({gen.ready}, timeout=self.server.connect_timeout)
             if done and gen.ready.exception() is None:
+                if self._closed:  # close() ran while this generation was starting
+                    self._retire(gen)
+                    await asyncio.gather(*self._retired, return_exceptions=True)
+                    self._check_open()
                 self._gen = gen
                 self._set_state("ready")
                 return gen
