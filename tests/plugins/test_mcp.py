@@ -219,11 +219,19 @@ async def test_deadline_really_cancels_the_call_on_the_server(tmp_path: Path) ->
 
 async def test_a_server_that_dies_mid_session_reconnects(tmp_path: Path) -> None:
     states: list[MCPServerStateChanged] = []
+    healed = asyncio.Event()
+
+    def on_state(event: MCPServerStateChanged) -> None:
+        states.append(event)
+        if [s.state for s in states].count("ready") == 3:
+            healed.set()
+
     server = fixture_server(tmp_path, name="fx")
-    async with MCPConnection(server, on_state=states.append) as conn:
+    async with MCPConnection(server, on_state=on_state) as conn:
         assert conn.state == "ready"
         with pytest.raises(MCPError, match="lost its connection"):
             await conn.call_tool("crash", {})  # dies again on the retry: reported, not hung
+        await asyncio.wait_for(healed.wait(), 30)  # restarted in the background, unasked
         reply = await conn.call_tool("echo", {"text": "back"})
         assert render_mcp_content(reply) == "echo: back"
     assert [s.state for s in states] == [

@@ -7,9 +7,11 @@ one task, whichever tasks send calls through it.
 
 States: ``idle`` -> ``starting`` -> ``ready``; a connection error (the process died, the
 HTTP session expired with a 404, the stream broke) moves ``ready`` -> ``reconnecting``, and a
-new generation is started with backoff -> ``ready`` again, or ``failed`` when every attempt
-failed (the next call tries again). ``close()`` -> ``closed``. Every change is logged on
-``lovia.plugins.mcp`` and handed to the listeners as an ``MCPServerStateChanged``.
+new generation is started with backoff (by the failed call's retry, else in the background)
+-> ``ready`` again, or ``failed`` when every attempt failed (the next call tries again).
+``close()`` -> ``closed``, which is final and wins over a start in progress. Every change
+is logged on ``lovia.plugins.mcp`` and handed to the listeners as an
+``MCPServerStateChanged``.
 
 Calls carry a deadline that really cancels them: the call's task is cancelled, the SDK
 abandons the request and tells the server (``notifications/cancelled``). A start is bounded
@@ -108,6 +110,7 @@ class MCPConnection:
         self._tools: tuple[Any, ...] | None = None
         self._started = False
         self._closed = False
+        self._healer: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"MCPConnection({self.server.label!r}, state={self._state!r})"
@@ -166,6 +169,10 @@ class MCPConnection:
         """Stop the current generation and wait for it (idempotent; closed is final)."""
         self._closed = True
         self._set_state("closed")
+        healer, self._healer = self._healer, None
+        if healer is not None and not healer.done():
+            healer.cancel()
+            await asyncio.gather(healer, return_exceptions=True)
         gen, self._gen = self._gen, None
         if gen is not None:
             self._retire(gen)
@@ -293,24 +300,11 @@ class MCPConnection:
                     min(_BACKOFF_MAX_SECONDS, _BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
                 )
             self._check_open()  # close() may have run during the backoff
-            gen = self._spawn()
-            done, _ = await asyncio.wait({gen.ready}, timeout=self.server.connect_timeout)
-            if done and gen.ready.exception() is None:
-                if self._closed:  # close() ran while this generation was starting
-                    self._retire(gen)
-                    await asyncio.gather(*self._retired, return_exceptions=True)
-                    self._check_open()
+            gen, error = await self._attempt()
+            if gen is not None:
                 self._gen = gen
                 self._set_state("ready")
                 return gen
-            if done:
-                error = _describe(gen.ready.exception())  # type: ignore[arg-type]
-            else:
-                error = f"no answer within connect_timeout={self.server.connect_timeout:g} s"
-            self._retire(gen, cancel=True)
-            if gen.task is not None:
-                await asyncio.gather(gen.task, return_exceptions=True)
-            error = _with_stderr(error, gen.stderr_tail(self._stderr_limit()))
             _log.debug("mcp server %r: attempt %d: %s", self.server.label, attempt + 1, error)
         self._set_state("failed", error)
         raise MCPError(
@@ -319,6 +313,31 @@ class MCPConnection:
             if isinstance(self.server, MCPServerStdio)
             else "check that the server is running and the URL is right",
         )
+
+    async def _attempt(self) -> tuple[_Generation | None, str]:
+        """Start one generation: ``(gen, "")`` when ready, else ``(None, why)``."""
+        gen = self._spawn()
+        try:
+            done, _ = await asyncio.wait({gen.ready}, timeout=self.server.connect_timeout)
+        except asyncio.CancelledError:
+            await self._stop(gen)  # our caller gave up: leave no server process behind
+            raise
+        if done and gen.ready.exception() is None:
+            if self._closed:  # close() ran while this generation was starting
+                await self._stop(gen)
+                self._check_open()
+            return gen, ""
+        if done:
+            error = _describe(gen.ready.exception())  # type: ignore[arg-type]
+        else:
+            error = f"no answer within connect_timeout={self.server.connect_timeout:g} s"
+        await self._stop(gen)
+        return None, _with_stderr(error, gen.stderr_tail(self._stderr_limit()))
+
+    async def _stop(self, gen: _Generation) -> None:
+        self._retire(gen, cancel=not gen.ready.done() or gen.ready.cancelled())
+        if gen.task is not None:
+            await asyncio.gather(gen.task, return_exceptions=True)
 
     def _stderr_limit(self) -> int:
         server = self.server
@@ -368,6 +387,15 @@ class MCPConnection:
         tail = gen.stderr_tail(self._stderr_limit())
         reason = _with_stderr(error, tail) if tail else error
         self._set_state("reconnecting" if self.server.auto_reconnect else "failed", reason)
+        if self.server.auto_reconnect and (self._healer is None or self._healer.done()):
+            # Heal in the background, so the next call finds the server ready.
+            self._healer = asyncio.get_running_loop().create_task(self._heal())
+
+    async def _heal(self) -> None:
+        try:
+            await self._ensure()
+        except Exception:  # noqa: BLE001 - recorded as "failed"; the next call tries again
+            _log.debug("mcp server %r: background reconnection failed", self.server.label)
 
     def _retire(self, gen: _Generation, *, cancel: bool = False) -> None:
         gen.stop.set()
