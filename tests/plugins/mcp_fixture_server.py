@@ -1,12 +1,13 @@
 """A small MCP server over stdio whose every answer the MCP tests control.
 
 Run as ``python mcp_fixture_server.py MARKER_DIR`` (stdio), or with ``--http PORT`` appended
-to serve streamable HTTP on 127.0.0.1. It lists its tools over three pages
-(so listing must paginate), and its tools return each kind of content block. ``slow`` sleeps
-until cancelled and then writes ``MARKER_DIR/cancelled`` (proof the client's deadline really
-cancelled the call on the server). ``crash`` exits the process (a server dying mid-call).
-``count`` appends to ``MARKER_DIR/calls`` (to count at-least-once retries). It prints a
-line to stderr on start, which the client's error messages must quote.
+to serve streamable HTTP on 127.0.0.1. It lists its tools over three pages (so listing must
+paginate), and its tools return each kind of content block. ``slow`` writes
+``MARKER_DIR/started``, sleeps until cancelled, then writes ``MARKER_DIR/cancelled`` (proof
+that a deadline or a run cancellation really cancelled the call on the server). ``crash``
+exits the process (a server dying mid-call). ``count`` appends to ``MARKER_DIR/calls`` (to
+count at-least-once retries); ``flaky`` fails its first call. The server prints a line to
+stderr on start, which the client's error messages must quote.
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
 
         raise MCPError(code=types.INVALID_PARAMS, message="boom is not allowed")
     elif name == "slow":
+        (MARKERS / "started").write_text("started")
         try:
             await anyio.sleep(3600)
         except anyio.get_cancelled_exc_class():

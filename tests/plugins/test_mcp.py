@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lovia import Agent, NoopContextPolicy, Runner
-from lovia.exceptions import MCPError, UserError
+from lovia import Agent, CancelToken, NoopContextPolicy, Runner
+from lovia.exceptions import MCPError, RunCancelled, UserError
 from lovia.plugins.mcp import (
     MCP,
     MCPConnection,
@@ -208,13 +208,29 @@ async def test_deadline_really_cancels_the_call_on_the_server(tmp_path: Path) ->
     )
     out = results(result.entries)["c1"]
     assert out.is_error and "timed out after 0.5 s; the call was cancelled" in out.output
-    marker = tmp_path / "cancelled"
+    await appears(tmp_path / "cancelled")
 
-    async def cancelled_on_the_server() -> None:  # polled: the server writes the file itself
+
+async def appears(marker: Path) -> None:
+    """Wait for the fixture server to write ``marker`` (polled: another process writes it)."""
+
+    async def poll() -> None:
         while not marker.exists():
             await asyncio.sleep(0.02)
 
-    await asyncio.wait_for(cancelled_on_the_server(), 10)
+    await asyncio.wait_for(poll(), 15)
+
+
+async def test_cancelling_the_run_cancels_the_call_on_the_server(tmp_path: Path) -> None:
+    token = CancelToken()
+    model = ScriptedProvider([call("slow", {}, call_id="c1"), text("never")])
+    agent = Agent(name="a", model=model, plugins=[MCP(fixture_server(tmp_path, timeout=None))])
+    running = asyncio.ensure_future(Runner.run(agent, "go", cancel_token=token))
+    await appears(tmp_path / "started")
+    token.cancel("user pressed stop")
+    with pytest.raises(RunCancelled):
+        await running
+    await appears(tmp_path / "cancelled")
 
 
 async def test_a_server_that_dies_mid_session_reconnects(tmp_path: Path) -> None:
