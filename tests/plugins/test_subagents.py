@@ -410,3 +410,24 @@ async def test_children_inherit_deps_and_tracer() -> None:
     assert seen == [{"user": "ada"}]
     runs = [s for s in tracer.spans if s.name == "run"]
     assert {s.attributes.get("agent") for s in runs} == {"parent", "worker"}
+
+
+async def test_cancelling_the_parent_mid_wait_cancels_its_children() -> None:
+    from lovia import CancelToken
+
+    gate = Gate()
+    plugin = Subagents([child([call("block", {}), text("never")], tools=[gate.tool])])
+    model = ScriptedProvider(
+        [
+            batch(("spawn_subagent", {"prompt": "job"}, "c1"), ("wait_subagents", {}, "w1")),
+            text("never"),
+        ]
+    )
+    agent = Agent(name="parent", model=model, plugins=[plugin], context_policy=NoopContextPolicy())
+    token = CancelToken()
+    running = asyncio.ensure_future(Runner.run(agent, "go", cancel_token=token))
+    await asyncio.wait_for(gate.entered.wait(), 10)
+    token.cancel("stop")
+    with pytest.raises(RunCancelled):
+        await asyncio.wait_for(running, 10)  # the wait gave way at once
+    assert gate.cancelled
