@@ -211,6 +211,20 @@ async def test_deadline_really_cancels_the_call_on_the_server(tmp_path: Path) ->
     await appears(tmp_path / "cancelled")
 
 
+async def test_a_slow_call_never_blocks_parallel_calls(tmp_path: Path) -> None:
+    slow = fixture_server(tmp_path, name="slow", timeout=3, include_tools=["slow"])
+    fast = fixture_server(tmp_path, name="fast", include_tools=["echo"])
+    echo_twice = [("fast__echo", {"text": "a"}, "c2"), ("fast__echo", {"text": "b"}, "c3")]
+    result, _ = await run(
+        MCP(slow, fast), [batch(("slow__slow", {}, "c1"), *echo_twice), text("ok")]
+    )
+    order = [e.call_id for e in result.entries if isinstance(e, ToolResultEntry)]
+    assert order[-1] == "c1"  # completion order: both echoes finished while slow still ran
+    by_id = results(result.entries)
+    assert (by_id["c2"].output, by_id["c3"].output) == ("echo: a", "echo: b")
+    assert "timed out after 3 s" in by_id["c1"].output
+
+
 async def appears(marker: Path) -> None:
     """Wait for the fixture server to write ``marker`` (polled: another process writes it)."""
 
