@@ -461,9 +461,15 @@ class _Run:
                 raise InvalidToolArguments("`id` is required and must be a string")
             return self.cancel(cid)
 
-        agent_schema: dict[str, Any] = {"type": "string", "description": "Which subagent."}
-        if agents:
-            agent_schema["enum"] = list(agents)
+        spawn_properties: dict[str, Any] = {
+            "prompt": {"type": "string", "description": "The complete task."}
+        }
+        if agents:  # without a catalog every child is a copy of the current agent
+            spawn_properties["agent"] = {
+                "type": "string",
+                "enum": list(agents),
+                "description": "Which subagent.",
+            }
         required = ["prompt", "agent"] if len(agents) > 1 else ["prompt"]
         ident = {"type": "string", "description": "The subagent id (from spawn_subagent)."}
         return (
@@ -473,10 +479,7 @@ class _Run:
                 "id at once. Its report arrives later as a message.",
                 parameters={
                     "type": "object",
-                    "properties": {
-                        "prompt": {"type": "string", "description": "The complete task."},
-                        "agent": agent_schema,
-                    },
+                    "properties": spawn_properties,
                     "required": required,
                 },
                 invoke=spawn,
