@@ -344,6 +344,17 @@ async def test_close_while_starting_wins_and_leaves_nothing_running(tmp_path: Pa
         await conn.open()
 
 
+def test_importing_the_plugin_does_not_import_the_sdk() -> None:
+    import subprocess
+
+    code = (
+        "import sys, lovia.plugins.mcp as m; m.MCP(m.MCPServerStdio(command='x'));"
+        "print(sorted(n for n in ('mcp', 'anyio', 'httpx2') if n in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 async def test_missing_mcp_package_is_a_user_error_with_the_install_command(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
