@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, Union
 
 from .exceptions import UserError
+from .runtime.config import build_run_config
 from .runtime.loop import RunLoop
 from .runtime.result import RunHandle, RunResult
 
@@ -86,22 +87,8 @@ class Runner:
     def _loop(
         cls, agent: Agent[Any], input: RunInput, options: RunOptions, *, interactive: bool
     ) -> RunLoop[Any]:
-        checkpoint = options.get("checkpoint")
-        if checkpoint is not None:
-            from .checkpointer import CheckpointOptions
-
-            if not isinstance(checkpoint, CheckpointOptions):
-                raise UserError(
-                    f"checkpoint= takes a CheckpointOptions, got {type(checkpoint).__name__}",
-                    hint="pass checkpoint=CheckpointOptions(checkpointer=..., run_id=...)",
-                )
-        unknown = sorted(set(options) - set(RunOptions.__annotations__))
-        if unknown:
-            raise UserError(
-                f"unknown run option(s): {', '.join(unknown)}",
-                hint=f"run options are: {', '.join(RunOptions.__annotations__)}",
-            )
-        return RunLoop(agent, input, interactive=interactive, **options)
+        config = build_run_config(agent, input, options, interactive=interactive)
+        return RunLoop(config)
 
     @classmethod
     async def run(

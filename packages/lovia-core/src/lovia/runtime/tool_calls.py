@@ -173,7 +173,7 @@ class ToolCallProcessor:
         ctx.cancel_token.check()
         budget = ctx.budget
         if budget is not None:
-            budget.check(ctx.usage)
+            budget.check(self.state.budget_usage())
             budget.count_tool_call()
         call = planned.call
         active = self.state.active
