@@ -96,8 +96,16 @@ class Runner:
     ) -> RunResult[Any]:
         """Run ``agent`` to completion and return its ``RunResult``.
 
-        Failures raise typed ``LoviaError`` subclasses. Gated tool calls are decided by
-        hooks or ``Agent.approval_handler``; with neither, they are denied.
+        Run options (keywords; see the class docstring for each one's meaning):
+        ``context``, ``output_type``, ``extra_instructions``, ``max_turns`` (50), ``budget``,
+        ``cancel_token``, ``mailbox``, ``retry``, ``context_policy``, ``session``,
+        ``session_id``, ``lease_timeout``, ``checkpoint``, ``tracer``. They are validated
+        before anything runs: an unknown name (with a "did you mean"), a wrong type or an
+        out-of-range value raises ``UserError`` naming the option.
+
+        Failures raise typed ``LoviaError`` subclasses; a failed run's error carries its
+        usage as ``run_usage``. Gated tool calls are decided by hooks or
+        ``Agent.approval_handler``; with neither, they are denied.
         """
         loop = cls._loop(agent, input, options, interactive=False)
         return await loop.run()

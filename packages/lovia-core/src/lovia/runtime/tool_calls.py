@@ -46,6 +46,7 @@ from ..events import (
     ToolCallCompleted,
     ToolCallFailed,
     ToolCallStarted,
+    ToolFailure,
 )
 from ..exceptions import BudgetExceeded, InvalidToolArguments, RunCancelled, UserError
 from ..messages import ToolCall
@@ -386,14 +387,34 @@ class ToolCallProcessor:
         outcome = done.outcome
         assert outcome is not None
         call = done.ready.planned.call
-        self.state.append(
-            ToolResultEntry(call.id, outcome.output, outcome.raw, outcome.is_error, outcome.parts)
-        )
-        if outcome.is_error:
+        failure = None
+        metadata = None
+        if outcome.error is not None:
+            # The developer sees what the model only reads about: type, message, traceback.
+            failure = ToolFailure.from_exception(outcome.error)
+            metadata = {"error": failure.to_dict()}
+            _log.warning(
+                "tool.error: %s call_id=%s raised %s",
+                call.name,
+                call.id,
+                failure.type,
+                exc_info=outcome.error,
+            )
+        elif outcome.is_error:
             _log.info("tool.error: %s call_id=%s", call.name, call.id)
+        self.state.append(
+            ToolResultEntry(
+                call.id,
+                outcome.output,
+                outcome.raw,
+                outcome.is_error,
+                outcome.parts,
+                metadata=metadata,
+            )
+        )
         await self.on_result()
         self._completed_since_check = True
-        return ToolCallCompleted(call, outcome.raw, outcome.is_error, outcome.output)
+        return ToolCallCompleted(call, outcome.raw, outcome.is_error, outcome.output, failure)
 
     def _watch_cancel(self) -> None:
         """Wake the drain when the cancel token fires while the loop waits on the queue."""
