@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import ast
+import asyncio
+import contextvars
 import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
-from lovia import Agent, Runner, Usage, UserError, tool
+from lovia import Agent, RunCancelled, Runner, Usage, UserError, tool
 from lovia.context_policy import CompactionRequest, ContextResult
-from lovia.events import ToolCallCompleted
+from lovia.events import ToolCallCompleted, ToolCallStarted
 from lovia.exceptions import LoviaError, ProviderError
 from lovia.messages import InvalidArguments, ToolCall
 from lovia.runner import RunOptions
@@ -321,3 +323,67 @@ def test_lovia_core_has_no_runtime_import_cycle() -> None:
     }
     assert "lovia.runner" in graph["lovia.agent_tool"]  # the test sees function-local imports
     assert _cycle(graph) is None, f"import cycle: {' -> '.join(_cycle(graph) or [])}"
+
+
+# -- 11.6: a lone call runs inline, with a task's isolation ---------------------------------
+
+_probe: contextvars.ContextVar[str] = contextvars.ContextVar("probe", default="unset")
+
+
+async def test_a_lone_calls_context_changes_stay_with_the_call_as_in_a_task() -> None:
+    seen: list[str] = []
+
+    @tool
+    async def setter() -> str:
+        """Sets the probe, completing at once."""
+        _probe.set("leaked")
+        return "set"
+
+    @tool
+    async def suspender() -> str:
+        """Sets the probe across a suspension."""
+        _probe.set("leaked too")
+        await asyncio.sleep(0)
+        seen.append(_probe.get())  # the call's own context survives its suspension
+        return "set"
+
+    @tool
+    async def reader() -> str:
+        """Reads the probe (async: in the run's context, not a worker thread's)."""
+        return _probe.get()
+
+    provider = ScriptedProvider(
+        [call("setter", {}), call("suspender", {}), call("reader", {}), text("done")]
+    )
+    agent = Agent("c", model=provider, tools=[setter, suspender, reader])
+    result = await Runner.run(agent, "go")
+    outputs = [e.output for e in result.entries if isinstance(e, ToolResultEntry)]
+    assert outputs == ["set", "set", "unset"]
+    assert seen == ["leaked too"]
+    assert _probe.get() == "unset"
+
+
+async def test_a_lone_call_cancelled_before_it_resumes_sees_the_cancellation() -> None:
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def hang() -> str:
+        """Hangs until cancelled."""
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    handle = Runner.stream(
+        Agent("h", model=ScriptedProvider([call("hang", {})]), tools=[hang]), "go"
+    )
+    async for event in handle:
+        if isinstance(event, ToolCallStarted):
+            assert started.is_set()  # the call started before its event reached the stream
+            handle.cancel("stop")
+    with pytest.raises(RunCancelled):
+        await handle.result()
+    assert cancelled.is_set()

@@ -376,7 +376,7 @@ class RunLoop(Generic[T]):
             active=active, transcript=transcript, usage=self.usage, run_start=len(history)
         )
         state.context_scratch = scratch
-        state.call_ids.update(e.call_id for e in own if isinstance(e, ToolCallEntry))
+        state.call_ids.update((e.call_id, 1) for e in own if isinstance(e, ToolCallEntry))
         state.activations[id(agent)] = active
         if snapshot is not None:
             from .resume import restore_head

@@ -131,11 +131,11 @@ class TurnAssembly:
             slot = self._slots.setdefault(index, [None, None, [], None])
             slot[3] = entry
 
-    def entries(self, provider: str | None, taken: set[str]) -> list[TranscriptEntry]:
+    def entries(self, provider: str | None, taken: dict[str, int]) -> list[TranscriptEntry]:
         """The reply as transcript entries: reasoning, then text, then tool calls.
 
-        ``taken`` holds the call ids the run already used; each call's id is made unique
-        against it (and added to it), so every consumer can pair a result with its call by id.
+        ``taken`` holds the call ids the run already used (``unique_call_id``); each call's
+        id is made unique against it, so every consumer can pair a result with its call by id.
         """
         out: list[TranscriptEntry] = []
         if self._completed_reasoning:
@@ -158,25 +158,30 @@ class TurnAssembly:
             if unique != entry.call_id:
                 _log.info("model.call_id_rewritten: %r -> %r", entry.call_id, unique)
                 entry = ToolCallEntry(unique, entry.name, entry.arguments)
-            taken.add(unique)
             out.append(entry)
         return out
 
 
-def unique_call_id(call_id: str, taken: set[str]) -> str:
+def unique_call_id(call_id: str, taken: dict[str, int]) -> str:
     """``call_id`` if the run has not used it yet, else the first free ``<id>_<n>``.
 
     Some OpenAI-compatible servers send blank or repeated ids; pairing results by id only
     works when ids are unique. The rewritten id is what the transcript keeps, so a replay
     sends the same id with the call and with its result, which is all a provider checks.
+    ``taken`` maps every id the run used to the next suffix to try for it (amortised O(1)
+    even when a server repeats one id every turn); the new id is recorded in it.
     """
-    base = call_id or "call"
     if call_id and call_id not in taken:
+        taken[call_id] = 1
         return call_id
-    n = 1
+    base = call_id or "call"
+    n = taken.get(base, 1)
     while f"{base}_{n}" in taken:
         n += 1
-    return f"{base}_{n}"
+    taken[base] = n + 1
+    unique = f"{base}_{n}"
+    taken[unique] = 1
+    return unique
 
 
 def _merge_usage(old: Usage | None, new: Usage) -> Usage:

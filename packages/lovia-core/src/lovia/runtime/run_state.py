@@ -104,8 +104,9 @@ class RunState:
     reply_floor: int = 0
     """Where the current reply began, relative to ``run_start`` (a paused turn's, when the
     previous turn paused: the answer is the paused text plus its continuation)."""
-    call_ids: set[str] = field(default_factory=set)
-    """Every tool-call id of this run: a new reply's ids are made unique against it."""
+    call_ids: dict[str, int] = field(default_factory=dict)
+    """Every tool-call id of this run (to its next free suffix): a new reply's ids are made
+    unique against it (``model_turn.unique_call_id``)."""
 
     def budget_usage(self) -> Usage:
         """What this run's budget is charged: the usage since the run (re)started.

@@ -14,6 +14,12 @@
   (duplicate ids pair by occurrence). A call rejected before execution (unknown tool, bad
   arguments, second handoff, denied) gets an error result and a
   ``ToolCallCompleted(is_error=True)`` with no ``ToolCallStarted``.
+* **A lone call** (nothing in flight, and it is the batch's last call or a barrier) runs
+  its task body's first step on the generator body instead of in a new task: a call that
+  completes at once costs no task, no watcher and no loop iteration. Its events and outcome
+  still go through the queue and the one drain point (same order, hooks, append and save),
+  and a call that suspends continues as an owned task, so cancellation, aborts and budget
+  trips treat it exactly like a dispatched call.
 * ``Tool.parallel=False`` makes a barrier: in-flight calls finish, the tool runs alone,
   then dispatch resumes. Handoff tools are always barriers, so the first handoff of a turn
   wins without a race; a second one is rejected in preflight, before its ``on_handoff``.
@@ -33,9 +39,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+import sys
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Generator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -151,7 +159,10 @@ class ToolCallProcessor:
                     async with aclosing(self._drain_inflight()) as drained:
                         async for event in drained:
                             yield event
-                self._dispatch(ready)
+                if not self.inflight and (barrier or planned is calls[-1]):
+                    self._start_inline(ready)  # nothing runs beside it: no task, no hop
+                else:
+                    self._dispatch(ready)
                 if barrier:
                     async with aclosing(self._drain_inflight()) as drained:
                         async for event in drained:
@@ -302,27 +313,8 @@ class ToolCallProcessor:
         call = ready.planned.call
         queue.put_nowait(ToolCallStarted(call))
         _log.info("tool.start: %s call_id=%s", call.name, call.id)
-        ctx = self.ctx
         try:
-            tracer = ctx.tracer
-            assert tracer is not None  # the loop always sets one
-            with tracer.span("tool_call", name=call.name, call_id=call.id) as span:
-                if ready.handoff is not None:
-                    outcome = await self._run_handoff(ready)
-                else:
-                    agent = self.state.active.agent
-                    outcome = await run_tool(
-                        ready.tool,
-                        ready.args,
-                        ctx,
-                        default_retries=agent.default_tool_retries,
-                        default_timeout=agent.default_tool_timeout,
-                        max_output_chars=agent.max_tool_output_chars,
-                        agent_renderer=agent.tool_result_renderer,
-                        on_error=lambda exc: queue.put_nowait(ToolCallFailed(exc, call)),
-                    )
-                if outcome.error is not None:
-                    span.record_exception(outcome.error)
+            outcome = await self._invoke(ready, queue.put_nowait)
         except asyncio.CancelledError:
             raise  # we cancelled it: nothing is appended for this call
         except BaseException as exc:  # noqa: BLE001 - handed to the batch, which re-raises it
@@ -330,7 +322,58 @@ class ToolCallProcessor:
             return
         queue.put_nowait(_Done(ready, outcome, None))
 
-    async def _run_handoff(self, ready: _Ready) -> ToolOutcome:
+    async def _invoke(self, ready: _Ready, emit: Callable[[Event], None]) -> ToolOutcome:
+        """Run the call (a handoff or a tool) in its span; ``emit`` takes its failure events."""
+        call = ready.planned.call
+        ctx = self.ctx
+        tracer = ctx.tracer
+        assert tracer is not None  # the loop always sets one
+        with tracer.span("tool_call", name=call.name, call_id=call.id) as span:
+            if ready.handoff is not None:
+                outcome = await self._run_handoff(ready, emit)
+            else:
+                agent = self.state.active.agent
+                outcome = await run_tool(
+                    ready.tool,
+                    ready.args,
+                    ctx,
+                    default_retries=agent.default_tool_retries,
+                    default_timeout=agent.default_tool_timeout,
+                    max_output_chars=agent.max_tool_output_chars,
+                    agent_renderer=agent.tool_result_renderer,
+                    on_error=lambda exc: emit(ToolCallFailed(exc, call)),
+                )
+            if outcome.error is not None:
+                span.record_exception(outcome.error)
+        return outcome
+
+    def _start_inline(self, ready: _Ready) -> None:
+        """Run a lone call's task body on the batch's own body, up to its first suspension.
+
+        The body is ``_execute``, unchanged: its events and outcome go to the queue, so the
+        drain (hooks, append, save, cancel checks) sees exactly what a task would have
+        produced, without a task, a watcher or a loop iteration when the call completes at
+        once. A call that suspends continues as an owned task (``_Continuation``), so a cancel or
+        an abort cancels it exactly like a dispatched one. The first step runs in a copied
+        context, as a task's would, and the continuation keeps that context.
+        """
+        if not _INLINE:
+            self._dispatch(ready)
+            return
+        if self._completed_since_check:
+            # The drain would run this check before a task's first step: keep that order.
+            self._completed_since_check = False
+            self.ctx.cancel_token.check()
+        self.inflight += 1
+        body = self._execute(ready)
+        context = contextvars.copy_context()
+        try:
+            waiting = context.run(body.send, None)
+        except StopIteration:
+            return  # finished: its events and outcome are queued
+        self.tasks.spawn(_Continuation(body, waiting), context=context)
+
+    async def _run_handoff(self, ready: _Ready, emit: Callable[[Event], None]) -> ToolOutcome:
         from ..handoff import _HandoffSignal
 
         try:
@@ -339,7 +382,7 @@ class ToolCallProcessor:
             raise
         except Exception as exc:  # noqa: BLE001 - a failed on_handoff is a result, no swap
             _log.warning("handoff %r failed; not applied", ready.tool.name, exc_info=True)
-            self.queue.put_nowait(ToolCallFailed(exc, ready.planned.call))
+            emit(ToolCallFailed(exc, ready.planned.call))
             return ToolOutcome(
                 output=f"Tool error: handoff failed: {exc!r}", raw=None, is_error=True, error=exc
             )
@@ -423,3 +466,42 @@ class ToolCallProcessor:
 
     def _wake(self, _: object) -> None:
         self.queue.put_nowait(_WAKE)
+
+
+_INLINE = sys.version_info >= (3, 11)
+"""A task's context can be given only from 3.11 (the inline first step needs it)."""
+
+
+_FIRST_STEP_DONE = object()
+
+
+class _Continuation(Coroutine[Any, Any, None]):
+    """The rest of a call's task body whose first step already ran, as a task's coroutine.
+
+    The task drives it exactly as it would have driven the body: it first waits on what the
+    body awaited, then every ``send``/``throw`` (a result, an error, a cancellation) is
+    forwarded to the body unchanged, so the body cannot tell it was started elsewhere.
+    """
+
+    __slots__ = ("_body", "_waiting")
+
+    def __init__(self, body: Coroutine[Any, Any, None], waiting: Any) -> None:
+        self._body = body
+        self._waiting = waiting
+
+    def send(self, value: Any) -> Any:
+        waiting = self._waiting
+        if waiting is not _FIRST_STEP_DONE:
+            self._waiting = _FIRST_STEP_DONE
+            return waiting  # the task now waits on it, as if the body had just yielded it
+        return self._body.send(value)
+
+    def throw(self, *args: Any) -> Any:
+        self._waiting = _FIRST_STEP_DONE  # a cancel before the task ran reaches the body's await
+        return self._body.throw(*args)
+
+    def close(self) -> None:
+        self._body.close()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._body.__await__()
