@@ -10,7 +10,6 @@ calls, not for a base class.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
@@ -87,6 +86,8 @@ def build_run_config(
 
 
 def _with_suggestion(name: str) -> str:
+    import difflib  # only on the error path: it is not cheap to import
+
     close = difflib.get_close_matches(name, RUN_OPTIONS, n=1)
     return f"{name} (did you mean {close[0]}?)" if close else name
 

@@ -11,8 +11,7 @@ and with the terminal event, which is also the run's one outcome state (``termin
 3. the system head re-rendered (instructions callables run every turn);
 4. the view: the context policy, then view injectors on the view only (fail-open);
 5. the model call (``model_turn.ModelTurn``: deltas forwarded unchanged, retries);
-6. (``_end_turn()`` from here) the reply appended (``MessageCompleted``), the budget
-   checked again;
+6. the reply appended (``MessageCompleted``), the budget checked again;
 7. tool calls, then a pending handoff applied;
 8. or, with no calls, the final output: parse, repair turn, output guardrails; then finish.
 
@@ -74,7 +73,6 @@ from ..transcript import (
     input_to_entries,
 )
 from ._views import LiveView, ViewWithTail
-from .checkpoint import record_in_session, segment_meta
 from .config import RunConfig
 from .model_turn import ModelTurn, TurnAssembly
 from .result import RunResult, build_result
@@ -284,42 +282,36 @@ class RunLoop(Generic[T]):
             async with aclosing(model_turn.stream()) as deltas:
                 async for event in deltas:
                     yield event
-            async with aclosing(self._end_turn(state, agent, model_turn.assembly)) as events:
-                async for event in events:
+            # 6-8, after the reply (here too rather than in a helper generator: a layer
+            # costs per tool event as well).
+            if self._late_events:
+                for event in self._late_events:
                     yield event
-
-    async def _end_turn(
-        self, state: RunState, agent: Agent[Any], asm: TurnAssembly
-    ) -> AsyncGenerator[Event, None]:
-        """After the reply: record it, then run its tool calls (and apply a handoff) or
-        settle the final output (``finish``)."""
-        for event in self._late_events:
-            yield event
-        self._late_events.clear()
-        entries, calls = self._record_reply(state, asm)
-        if entries:
-            yield MessageCompleted(entries)
-        await self._save_progress()
-        if self.ctx.budget is not None:
-            self.ctx.budget.check(state.budget_usage())
-        output: Any = _NO_OUTPUT
-        if calls:
-            async with aclosing(self.run_tools(state, calls)) as tool_events:
-                async for event in tool_events:
-                    yield event
-            handoff = await self.apply_handoff(state)
-            if handoff is not None:
-                yield handoff
-        elif state.finish_reason != "pause_turn":
-            # (A paused turn, Anthropic server tools, is not a final answer: sending the
-            # partial reply back is how the vendor continues it, and the answer is the
-            # paused text plus the continuation: the whole trailing reply.)
-            done, value = await self.final_output(state, state.trailing_reply())
-            if done:
-                output = value
-        yield TurnEnded(agent, state.turn)
-        if output is not _NO_OUTPUT:
-            await self.finish(state, output)
+                self._late_events.clear()
+            entries, calls = self._record_reply(state, model_turn.assembly)
+            if entries:
+                yield MessageCompleted(entries)
+            await self._save_progress()
+            if ctx.budget is not None:
+                ctx.budget.check(state.budget_usage())
+            output: Any = _NO_OUTPUT
+            if calls:
+                async with aclosing(self.run_tools(state, calls)) as tool_events:
+                    async for event in tool_events:
+                        yield event
+                handoff = await self.apply_handoff(state)
+                if handoff is not None:
+                    yield handoff
+            elif state.finish_reason != "pause_turn":
+                # (A paused turn, Anthropic server tools, is not a final answer: sending the
+                # partial reply back is how the vendor continues it, and the answer is the
+                # paused text plus the continuation: the whole trailing reply.)
+                done, value = await self.final_output(state, state.trailing_reply())
+                if done:
+                    output = value
+            yield TurnEnded(agent, state.turn)
+            if output is not _NO_OUTPUT:
+                await self.finish(state, output)
 
     async def _open(self) -> RunResult[T] | None:
         """Take the session lease, then open the checkpoint; the result of a replay."""
@@ -550,10 +542,13 @@ class RunLoop(Generic[T]):
 
     # -- the phase interface (also driven by ``resume.catch_up``) ---------------------
 
-    async def run_tools(
+    def run_tools(
         self, state: RunState, calls: list[PlannedCall]
     ) -> AsyncGenerator[Event, None]:
-        """The tool phase: run ``calls`` (see ``runtime/tool_calls.py``), yielding events."""
+        """The tool phase: run ``calls`` (see ``runtime/tool_calls.py``), yielding events.
+
+        Returns the processor's own generator: no extra layer per tool event.
+        """
         processor = ToolCallProcessor(
             state,
             self.ctx,
@@ -562,9 +557,7 @@ class RunLoop(Generic[T]):
             truncated=state.finish_reason == "length",
             on_result=self._save_progress,
         )
-        async with aclosing(processor.run_batch(calls)) as events:
-            async for event in events:
-                yield event
+        return processor.run_batch(calls)
 
     async def apply_handoff(self, state: RunState) -> HandoffOccurred | None:
         """Swap to a pending handoff's target at turn end; the body of the transcript stays."""
@@ -639,6 +632,8 @@ class RunLoop(Generic[T]):
             run_id=self.run_id,
             session_id=self.session_id,
         )
+        from .checkpoint import record_in_session, segment_meta
+
         if self.writer is not None:
             await self.writer.finalise(state, output)
         await record_in_session(

@@ -237,7 +237,7 @@ class ModelTurn:
         self.tracer = tracer
         self.turn = turn
         self.on_overflow = on_overflow
-        self.assembly = TurnAssembly()
+        self.assembly: TurnAssembly
 
     async def stream(self) -> AsyncGenerator[Event, None]:
         """Yield the forwarded deltas (and ``OutputDiscarded`` on a restart).

@@ -167,8 +167,9 @@ class ToolCallProcessor:
                     async with aclosing(self._drain_inflight()) as drained:
                         async for event in drained:
                             yield event
-            async with aclosing(self._drain_inflight()) as drained:
-                async for event in drained:
+            while self.inflight:  # the last drain, inlined: one generator layer less
+                event = await self._next_event()
+                if event is not None:
                     yield event
             if self._completed_since_check:
                 self.ctx.cancel_token.check()  # after the last completed result
