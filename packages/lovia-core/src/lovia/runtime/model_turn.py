@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from ..tools.base import Tool
     from ..tracing import Tracer
 
-__all__ = ["ModelTurn", "TurnAssembly"]
+__all__ = ["ModelTurn", "TurnAssembly", "unique_call_id"]
 
 _log = logging.getLogger("lovia.runtime")
 
