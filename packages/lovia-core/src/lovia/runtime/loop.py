@@ -542,9 +542,7 @@ class RunLoop(Generic[T]):
 
     # -- the phase interface (also driven by ``resume.catch_up``) ---------------------
 
-    def run_tools(
-        self, state: RunState, calls: list[PlannedCall]
-    ) -> AsyncGenerator[Event, None]:
+    def run_tools(self, state: RunState, calls: list[PlannedCall]) -> AsyncGenerator[Event, None]:
         """The tool phase: run ``calls`` (see ``runtime/tool_calls.py``), yielding events.
 
         Returns the processor's own generator: no extra layer per tool event.
