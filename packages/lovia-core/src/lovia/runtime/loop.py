@@ -115,7 +115,9 @@ class RunLoop(Generic[T]):
         self.session_id = config.session_id
         self.lease_timeout = config.lease_timeout
         self.checkpoint = config.checkpoint
-        self.cancel_token = config.cancel_token if config.cancel_token is not None else CancelToken()
+        self.cancel_token = (
+            config.cancel_token if config.cancel_token is not None else CancelToken()
+        )
         self.mailbox = config.mailbox if config.mailbox is not None else Mailbox()
         self.tracer: Tracer = config.tracer if config.tracer is not None else NoopTracer()
         self.approvals: ApprovalChannel = ApprovalChannel()
