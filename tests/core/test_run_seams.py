@@ -88,6 +88,11 @@ def test_the_run_options_are_the_run_configs_fields() -> None:
     assert set(RUN_OPTIONS) == set(RunOptions.__annotations__)
 
 
+def test_runner_run_lists_every_run_option_in_its_docstring() -> None:
+    doc = Runner.run.__doc__ or ""
+    assert [name for name in RUN_OPTIONS if f"``{name}``" not in doc] == []
+
+
 @pytest.mark.parametrize(
     ("options", "named"),
     [

@@ -199,7 +199,7 @@ _CHECKS: dict[str, Callable[[Any], None]] = {
     ),
     "session": _with_methods(
         "session",
-        ("append", "segments"),
+        ("append",),  # the least a store has (a lease, segments() are optional extras)
         "pass a session store such as lovia.stores.SQLiteSession('chat.db')",
     ),
     "session_id": _check_session_id,
