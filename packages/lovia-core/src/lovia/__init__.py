@@ -48,7 +48,7 @@ _EXPORTS: dict[str, str] = {
     "UserError": "lovia.exceptions",
     "GuardrailFn": "lovia.guardrails",
     "Handoff": "lovia.handoff",
-    "agent_as_tool": "lovia.handoff",
+    "agent_as_tool": "lovia.agent_tool",
     "GuardrailVerdict": "lovia.guardrails",
     "AgentHooks": "lovia.hooks",
     "enable_logging": "lovia.log",
@@ -147,6 +147,7 @@ if not any(isinstance(f, _MissingPortionFinder) for f in __import__("sys").meta_
 
 if TYPE_CHECKING:  # for type checkers only; never executed
     from lovia.agent import Agent as Agent
+    from lovia.agent_tool import agent_as_tool as agent_as_tool
     from lovia.approvals import ApprovalChannel as ApprovalChannel
     from lovia.budget import RunBudget as RunBudget
     from lovia.cancellation import CancelToken as CancelToken
@@ -176,7 +177,6 @@ if TYPE_CHECKING:  # for type checkers only; never executed
     from lovia.guardrails import GuardrailFn as GuardrailFn
     from lovia.guardrails import GuardrailVerdict as GuardrailVerdict
     from lovia.handoff import Handoff as Handoff
-    from lovia.handoff import agent_as_tool as agent_as_tool
     from lovia.hooks import AgentHooks as AgentHooks
     from lovia.log import enable_logging as enable_logging
     from lovia.messages import Message as Message

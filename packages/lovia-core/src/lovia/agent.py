@@ -230,7 +230,7 @@ class Agent(Generic[DepsT]):
         The child sees only ``input``; it inherits deps, cancel token and tracer, gets its
         own mailbox and a fresh copy of ``budget`` per call; its usage folds into the parent.
         """
-        from .handoff import agent_as_tool
+        from .agent_tool import agent_as_tool
 
         return agent_as_tool(
             self,

@@ -44,6 +44,7 @@ __all__ = [
     "ToolCallFailed",
     "ToolCallStarted",
     "ToolEvent",
+    "ToolFailure",
     "TransitionEvent",
     "TurnEnded",
     "TurnEvent",
@@ -165,14 +166,40 @@ class ToolCallStarted(ToolEvent):
     call: ToolCall
 
 
+@dataclass(frozen=True, slots=True)
+class ToolFailure:
+    """Why a tool raised, for the developer (the model sees only ``output``)."""
+
+    type: str
+    """The exception's class name."""
+    message: str
+    traceback: str
+    """The formatted traceback, chained causes included."""
+
+    @classmethod
+    def from_exception(cls, error: BaseException) -> ToolFailure:
+        import traceback
+
+        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        return cls(type(error).__name__, str(error), text)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"type": self.type, "message": self.message, "traceback": self.traceback}
+
+
 @dataclass(slots=True)
 class ToolCallCompleted(ToolEvent):
-    """A call got its result: ``result`` is the raw value, ``output`` what the model saw."""
+    """A call got its result: ``result`` is the raw value, ``output`` what the model saw.
+
+    ``failure`` says why a tool that raised failed (type, message, traceback); ``None``
+    for a success and for a call rejected before it ran.
+    """
 
     call: ToolCall
     result: Any
     is_error: bool
     output: str
+    failure: ToolFailure | None = None
 
 
 @dataclass(slots=True)

@@ -1,4 +1,4 @@
-"""Multi-agent: handoffs (``Handoff``, ``transfer_to_<name>``) and agents as tools.
+"""Multi-agent handoffs: ``Handoff`` and the ``transfer_to_<name>`` tools.
 
 A handoff is a sentinel, not control flow: the ``transfer_to_<slug>`` tool returns a
 ``_HandoffSignal``; the tool phase records it as the run's pending handoff and writes a
@@ -6,11 +6,8 @@ plain text result; the loop swaps agents at the *end* of the turn, after the tur
 results. Handoff tools always run as barriers, and the tool phase rejects a second handoff
 of the same turn *before* its ``on_handoff`` fires: the first handoff of a turn wins.
 
-``agent_as_tool`` runs another agent as a sub-run behind an ``ask_<slug>(input)`` tool. The
-child sees only ``input``; it inherits deps, the cancel token and the tracer, gets its own
-mailbox (drains are destructive and addressed to one conversation) and a fresh copy of the
-budget per call. Its usage folds into the parent even when it fails, and a child budget
-trip is a tool error the parent's model can see, not the end of the parent run.
+This module depends on the tool layer only (the runtime imports it); agents as tools, which
+start a sub-run, live in ``lovia.agent_tool``.
 """
 
 from __future__ import annotations
@@ -21,17 +18,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
-from .exceptions import BudgetExceeded, InvalidToolArguments, ToolError
+from .exceptions import InvalidToolArguments
 from .tools.base import Tool
 
 if TYPE_CHECKING:
     from .agent import Agent
-    from .budget import RunBudget
-    from .context_policy import ContextPolicy
-    from .retry import RetryPolicy
     from .run_context import RunContext
 
-__all__ = ["Handoff", "OnHandoff", "agent_as_tool", "as_handoff", "build_handoff_tool"]
+__all__ = ["Handoff", "OnHandoff", "as_handoff", "build_handoff_tool", "tool_slug"]
 
 OnHandoff = Callable[[dict[str, Any], "RunContext[Any]"], Union[None, Awaitable[None]]]
 """``on_handoff(args, ctx)``: a side effect run when a handoff is accepted (sync or async)."""
@@ -57,7 +51,7 @@ class Handoff:
     @property
     def tool_name(self) -> str:
         """The name of the tool the model calls to hand off."""
-        return self.name or _slug(self.target.name, prefix="transfer_to_")
+        return self.name or tool_slug(self.target.name, prefix="transfer_to_")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,66 +95,7 @@ def build_handoff_tool(handoff: Handoff) -> Tool:
     )
 
 
-def agent_as_tool(
-    agent: Agent[Any],
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    max_turns: int = 50,
-    budget: RunBudget | None = None,
-    retry: RetryPolicy | None = None,
-    context_policy: ContextPolicy | None = None,
-) -> Tool:
-    """``agent`` as an ``ask_<slug>(input)`` tool (see the module docstring).
-
-    The execution-policy keywords (``max_turns``, ``budget``, ``retry``,
-    ``context_policy``) are never exposed to the model.
-    """
-
-    async def invoke(args: dict[str, Any], ctx: RunContext[Any]) -> Any:
-        text = args.get("input")
-        if not isinstance(text, str):
-            raise InvalidToolArguments("`input` is required and must be a string")
-        from .runtime.loop import RunLoop
-        from .steering import Mailbox
-
-        loop: RunLoop[Any] = RunLoop(
-            agent,
-            text,
-            context=ctx.deps,
-            cancel_token=ctx.cancel_token,
-            mailbox=Mailbox(),
-            tracer=ctx.tracer,
-            max_turns=max_turns,
-            budget=budget.fresh() if budget is not None else None,
-            retry=retry,
-            context_policy=context_policy,
-            interactive=False,
-        )
-        try:
-            result = await loop.run()
-        except BudgetExceeded as exc:
-            raise ToolError(
-                f"sub-agent {agent.name!r} exceeded its budget ({exc.limit})",
-                hint="answer with what you have, or ask a narrower question",
-            ) from exc
-        finally:
-            ctx.usage.add(loop.usage)
-        return result.output
-
-    return Tool(
-        name=name or _slug(agent.name, prefix="ask_"),
-        description=description or f"Ask {agent.name} and get its answer.",
-        parameters={
-            "type": "object",
-            "properties": {"input": {"type": "string", "description": "The request."}},
-            "required": ["input"],
-        },
-        invoke=invoke,
-    )
-
-
-def _slug(name: str, *, prefix: str = "") -> str:
+def tool_slug(name: str, *, prefix: str = "") -> str:
     """A tool-safe name: ``prefix`` + ASCII slug, at most 64 chars.
 
     Non-ASCII characters are lossy, so a name that had any (or that must be truncated)

@@ -8,12 +8,13 @@ guardrails, and as a convenient way to seed a run (``system()``, ``user()``, ``a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from .parts import ContentPart, normalize_content
 
 __all__ = [
     "AssistantTurn",
+    "InvalidArguments",
     "Message",
     "Role",
     "ToolCall",
@@ -27,12 +28,42 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 
 @dataclass(frozen=True, slots=True)
+class InvalidArguments:
+    """What ``ToolCall.args`` gives when the arguments are not a JSON object (falsy)."""
+
+    error: str
+    """Why they could not be parsed."""
+    raw: str
+    """The arguments as the model sent them."""
+
+    def __bool__(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """One tool call as the model asked for it; ``arguments`` is the raw JSON text."""
 
     id: str
     name: str
     arguments: str = "{}"
+
+    @property
+    def args(self) -> dict[str, Any] | InvalidArguments:
+        """The arguments parsed: a dict, or an ``InvalidArguments`` marker (falsy) when they
+        are not valid JSON or not an object. Parsed on each access; empty text is ``{}``."""
+        import json
+
+        text = self.arguments.strip()
+        if not text:
+            return {}
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            return InvalidArguments(f"not valid JSON: {exc}", self.arguments)
+        if not isinstance(value, dict):
+            return InvalidArguments(f"a JSON {type(value).__name__}, not an object", self.arguments)
+        return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, Union
 
 from .exceptions import UserError
+from .runtime.config import build_run_config
 from .runtime.loop import RunLoop
 from .runtime.result import RunHandle, RunResult
 
@@ -86,22 +87,8 @@ class Runner:
     def _loop(
         cls, agent: Agent[Any], input: RunInput, options: RunOptions, *, interactive: bool
     ) -> RunLoop[Any]:
-        checkpoint = options.get("checkpoint")
-        if checkpoint is not None:
-            from .checkpointer import CheckpointOptions
-
-            if not isinstance(checkpoint, CheckpointOptions):
-                raise UserError(
-                    f"checkpoint= takes a CheckpointOptions, got {type(checkpoint).__name__}",
-                    hint="pass checkpoint=CheckpointOptions(checkpointer=..., run_id=...)",
-                )
-        unknown = sorted(set(options) - set(RunOptions.__annotations__))
-        if unknown:
-            raise UserError(
-                f"unknown run option(s): {', '.join(unknown)}",
-                hint=f"run options are: {', '.join(RunOptions.__annotations__)}",
-            )
-        return RunLoop(agent, input, interactive=interactive, **options)
+        config = build_run_config(agent, input, options, interactive=interactive)
+        return RunLoop(config)
 
     @classmethod
     async def run(
@@ -109,8 +96,16 @@ class Runner:
     ) -> RunResult[Any]:
         """Run ``agent`` to completion and return its ``RunResult``.
 
-        Failures raise typed ``LoviaError`` subclasses. Gated tool calls are decided by
-        hooks or ``Agent.approval_handler``; with neither, they are denied.
+        Run options (keywords; see the class docstring for each one's meaning):
+        ``context``, ``output_type``, ``extra_instructions``, ``max_turns`` (50), ``budget``,
+        ``cancel_token``, ``mailbox``, ``retry``, ``context_policy``, ``session``,
+        ``session_id``, ``lease_timeout``, ``checkpoint``, ``tracer``. They are validated
+        before anything runs: an unknown name (with a "did you mean"), a wrong type or an
+        out-of-range value raises ``UserError`` naming the option.
+
+        Failures raise typed ``LoviaError`` subclasses; a failed run's error carries its
+        usage as ``run_usage``. Gated tool calls are decided by hooks or
+        ``Agent.approval_handler``; with neither, they are denied.
         """
         loop = cls._loop(agent, input, options, interactive=False)
         return await loop.run()

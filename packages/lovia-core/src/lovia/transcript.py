@@ -107,6 +107,9 @@ class ToolResultEntry:
     is_error: bool = False
     parts: tuple[ContentPart, ...] | None = None
     type: Literal["tool_result"] = "tool_result"
+    metadata: dict[str, Any] | None = field(default=None, compare=False)
+    """Not part of any view: for the developer (``{"error": {type, message, traceback}}``
+    when the tool raised). Excluded from equality."""
 
 
 TranscriptEntry = Union[
@@ -219,6 +222,8 @@ def entry_to_dict(entry: TranscriptEntry) -> dict[str, Any]:
             pass  # raw is a convenience copy; the output string is the record
     if entry.parts is not None:
         out["parts"] = [_part_to_dict(p) for p in entry.parts]
+    if entry.metadata:
+        out["metadata"] = to_json_safe(entry.metadata)
     return out
 
 

@@ -9,7 +9,12 @@ session (when ``close_after_run``) and providers the runner built from a model s
 Tool-set merge (``collect_tools``): ``agent.tools``, plugin tools, workspace tools, handoff
 tools, then context-policy tools. Names must be unique across the first four sources (a
 clash is a ``UserError`` at run start); a policy tool (``recall_tool_result``) is silently
-shadowed by an explicit tool of the same name. Tools that return images and come from a
+shadowed by an explicit tool of the same name. Policy tools are offered only where there can
+be something to recall: the agent has tools of its own, or the transcript already holds a
+tool result when the agent is activated (a cleared or offloaded result is always one of
+those). The decision is made once per activation, so the tool list, part of the cached
+prefix, stays stable across turns; an agent with no tools sends no ``tools`` at all (small
+local models reject the field). Tools that return images and come from a
 bundle (workspace, plugins) are not offered to a provider without vision; tools listed in
 ``agent.tools`` are never filtered.
 """
@@ -44,8 +49,13 @@ async def activate_agent(
     policy: ContextPolicy | None,
     output_type: Any,
     extra_instructions: str | None,
+    has_results: bool = False,
 ) -> ActiveAgent:
-    """Resolve ``agent`` for this run (see the module docstring)."""
+    """Resolve ``agent`` for this run (see the module docstring).
+
+    ``has_results``: the transcript already holds a tool result (policy tools may then be
+    offered to an agent without tools of its own).
+    """
     provider = await _resolve_provider(agent, stack)
     instances: list[PluginInstance] = []
     for plugin in agent.plugins:
@@ -67,6 +77,7 @@ async def activate_agent(
         handoffs,
         policy,
         vision=supports_vision(provider),
+        has_results=has_results,
     )
     return _assemble(
         agent,
@@ -179,6 +190,7 @@ def collect_tools(
     policy: ContextPolicy | None,
     *,
     vision: bool,
+    has_results: bool = False,
 ) -> tuple[dict[str, Tool], tuple[Tool, ...]]:
     """The merged tool set by name, and the tools offered to the provider."""
     by_name: dict[str, Tool] = {}
@@ -208,7 +220,7 @@ def collect_tools(
     for handoff in handoffs.values():
         add(build_handoff_tool(handoff), "handoffs", ambient=False)
     policy_tools = getattr(policy, "tools", None)
-    if callable(policy_tools):
+    if callable(policy_tools) and (by_name or has_results):
         for tool in policy_tools():
             if tool.name not in by_name:  # an explicit tool of the same name wins, silently
                 by_name[tool.name] = tool

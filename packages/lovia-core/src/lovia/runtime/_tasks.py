@@ -13,6 +13,7 @@ task's outcome through its queue, so the owner decides what a failure means.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Coroutine
 from types import TracebackType
 from typing import Any
@@ -31,9 +32,14 @@ class TaskSet:
     def __len__(self) -> int:
         return len(self._tasks)
 
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
-        """Start ``coro`` as a task owned by this set."""
-        task = asyncio.ensure_future(coro)
+    def spawn(
+        self, coro: Coroutine[Any, Any, Any], *, context: contextvars.Context | None = None
+    ) -> asyncio.Task[Any]:
+        """Start ``coro`` as a task owned by this set (in ``context``, 3.11+, when given)."""
+        if context is None:
+            task = asyncio.ensure_future(coro)
+        else:
+            task = asyncio.get_running_loop().create_task(coro, context=context)  # type: ignore[call-arg,unused-ignore]
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task

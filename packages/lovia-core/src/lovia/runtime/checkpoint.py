@@ -16,6 +16,9 @@ The run loop calls the writer at fixed points (the durability cadence):
   error payload otherwise. A store failure here is logged and swallowed: the run already
   has its outcome, and the last good save stays resumable.
 
+``record_in_session`` is the success path's second half, shared by the loop and the replay:
+the session append (one segment, ``segment_meta``), then ``after_session``.
+
 The writer keeps a cursor (how many of the run's own entries are stored), so each save
 costs O(new entries). The cursor only moves after a successful append.
 """
@@ -37,10 +40,14 @@ from ..exceptions import (
 from ..transcript import to_json_safe
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..checkpointer import Checkpointer
+    from ..session import Session
+    from ..transcript import TranscriptEntry
     from .run_state import RunState
 
-__all__ = ["CheckpointWriter", "classify_failure"]
+__all__ = ["CheckpointWriter", "classify_failure", "record_in_session", "segment_meta"]
 
 _log = logging.getLogger("lovia.runtime")
 
@@ -156,3 +163,35 @@ def _head(
         context_state=state.context_scratch,
         notices=list(state.notices),  # a copy: the run keeps appending to its own list
     )
+
+
+def segment_meta(
+    context_state: dict[str, Any],
+    notices: Sequence[dict[str, Any]],
+    last_input_tokens: int | None = None,
+) -> dict[str, Any]:
+    """A run's session-segment ``meta``: the policy state, the last prompt's size as the
+    provider counted it (the next run's first calibration sample), and compaction notices."""
+    meta: dict[str, Any] = {"context": context_state}
+    if last_input_tokens is not None:
+        meta["last_input_tokens"] = last_input_tokens
+    if notices:
+        meta["notices"] = list(notices)
+    return meta
+
+
+async def record_in_session(
+    session: Session | None,
+    session_id: str | None,
+    entries: Sequence[TranscriptEntry],
+    *,
+    run_id: str,
+    meta: dict[str, Any],
+    writer: CheckpointWriter | None,
+) -> None:
+    """Append a completed run to its session (when it has one), then ``after_session``."""
+    if session is not None:
+        assert session_id is not None
+        await session.append(session_id, list(entries), run_id=run_id, meta=meta)
+    if writer is not None:
+        await writer.after_session()

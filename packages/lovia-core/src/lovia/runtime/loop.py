@@ -2,7 +2,8 @@
 
 Start reading at ``stream()``: it wraps ``_run()`` (the phases) with the single dispatch
 point (hooks are awaited there, in stream order, right before the consumer sees each event)
-and with the terminal event. ``_run()`` is a sequence of small phases per turn:
+and with the terminal event, which is also the run's one outcome state (``terminal``).
+``_run()`` is a sequence of small phases per turn:
 
 1. between turns: cancel check, budget check, ``max_turns``;
 2. ``TurnStarted`` (its hooks run before the drain, so a push from one lands this turn),
@@ -10,18 +11,23 @@ and with the terminal event. ``_run()`` is a sequence of small phases per turn:
 3. the system head re-rendered (instructions callables run every turn);
 4. the view: the context policy, then view injectors on the view only (fail-open);
 5. the model call (``model_turn.ModelTurn``: deltas forwarded unchanged, retries);
-6. (``_end_turn()`` from here) the reply appended (``MessageCompleted``), the budget
-   checked again;
-7. tool calls (``tool_calls.ToolCallProcessor``), then a pending handoff applied;
-8. or, with no calls, the final output: parse, repair turn, output guardrails.
+6. the reply appended (``MessageCompleted``), the budget checked again;
+7. tool calls, then a pending handoff applied;
+8. or, with no calls, the final output: parse, repair turn, output guardrails; then finish.
 
+The phase interface (``run_tools``, ``apply_handoff``, ``final_output``, ``finish``) is what
+``runtime/resume.py`` drives to finish an interrupted turn (``resume.TurnPhases``); nothing
+outside this class touches its private members.
+
+The run's options arrive as one frozen, validated ``RunConfig`` (``runtime/config.py``).
 Per-turn work is O(new entries): the transcript is the live ``ctx.entries`` list and
 ``RunState`` keeps what the turn needs incrementally; nothing re-walks it.
 
 Persistence seams: ``_open()`` takes the session lease and applies the checkpoint policy
 (a completed ``run_id`` is replayed there, ``runtime/resume.py``); ``_save_progress()``
 runs after each model output and each tool result (``runtime/checkpoint.py``);
-``_persist_success()`` runs once on success: checkpoint finalised, then the session append.
+``finish()`` runs once on success: checkpoint finalised, then the session append
+(``record_in_session``, shared with the replay).
 
 Why this module is longer than 600 lines: it is the one owner of a run's mutable state
 (01-internals, "Runner split"), so every phase that reads or writes that state is a short
@@ -30,8 +36,10 @@ method here; the work that needs no loop state lives in the other ``runtime/`` m
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
+import warnings
 from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import AsyncExitStack, aclosing
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -52,30 +60,30 @@ from ..events import (
     UserMessageInjected,
 )
 from ..exceptions import ContextOverflowError, MaxTurnsExceeded, OutputValidationError, UserError
-from ..messages import Message, ToolCall, Usage
+from ..messages import ToolCall, Usage
 from ..run_context import RunContext
 from ..steering import Mailbox
 from ..transcript import (
     AssistantTextEntry,
     InputEntry,
     ToolCallEntry,
+    ToolResultEntry,
     TranscriptEntry,
     entries_to_messages,
     input_to_entries,
 )
 from ._views import LiveView, ViewWithTail
+from .config import RunConfig
 from .model_turn import ModelTurn, TurnAssembly
-from .result import RunResult
+from .result import RunResult, build_result
 from .run_state import ActiveAgent, RunState
 from .tool_calls import PlannedCall, ToolCallProcessor
 
 if TYPE_CHECKING:
     from ..agent import Agent
     from ..approvals import ApprovalChannel
-    from ..budget import RunBudget
-    from ..checkpointer import CheckpointOptions, RunSnapshot
-    from ..retry import RetryPolicy
-    from ..session import Segment, Session
+    from ..checkpointer import RunSnapshot
+    from ..session import Segment
     from ..tracing import Tracer
     from .checkpoint import CheckpointWriter
 
@@ -89,77 +97,57 @@ _NO_OUTPUT: Any = object()  # sentinel: the turn produced no final output
 
 
 class RunLoop(Generic[T]):
-    """One run of ``agent`` on ``input`` (built by ``Runner``; see the module docstring)."""
+    """One run, as ``config`` describes it (built by ``Runner``; see the module docstring).
 
-    def __init__(
-        self,
-        agent: Agent[Any],
-        input: str | Sequence[Message] | Sequence[TranscriptEntry],
-        *,
-        context: Any = None,
-        output_type: Any = None,
-        extra_instructions: str | None = None,
-        max_turns: int = 50,
-        budget: RunBudget | None = None,
-        cancel_token: CancelToken | None = None,
-        mailbox: Mailbox | None = None,
-        retry: RetryPolicy | None = None,
-        context_policy: ContextPolicy | None = None,
-        session: Session | None = None,
-        session_id: str | None = None,
-        lease_timeout: float | None = None,
-        tracer: Tracer | None = None,
-        run_id: str | None = None,
-        interactive: bool = True,
-        checkpoint: CheckpointOptions | None = None,
-    ) -> None:
-        _check_options(session, session_id, lease_timeout, max_turns)
+    ``terminal`` is the run's one outcome state: ``None`` while it runs, then the
+    ``RunCompleted`` or ``RunFailed`` the stream ended with.
+    """
+
+    def __init__(self, config: RunConfig) -> None:
         from ..approvals import ApprovalChannel
         from ..tracing import NoopTracer
 
+        agent = config.agent
+        self.config = config
         self.agent = agent
-        self.input = input
-        self.output_type = output_type
-        self.extra_instructions = extra_instructions
-        self.max_turns = max_turns
-        self.retry = retry if retry is not None else agent.retry
-        self.context_policy = context_policy
-        self.session = session
-        self.session_id = session_id
-        self.lease_timeout = lease_timeout
-        """How long to wait for the session lease (``None``: no limit; ``0``: fail at once)."""
-        self.interactive = interactive
-        """A consumer may decide approvals late (out of band) while other calls run."""
-        self.cancel_token = cancel_token if cancel_token is not None else CancelToken()
-        self.mailbox = mailbox if mailbox is not None else Mailbox()
-        self.tracer: Tracer = tracer if tracer is not None else NoopTracer()
+        self.retry = config.retry if config.retry is not None else agent.retry
+        self.session = config.session
+        self.session_id = config.session_id
+        self.lease_timeout = config.lease_timeout
+        self.checkpoint = config.checkpoint
+        self.cancel_token = (
+            config.cancel_token if config.cancel_token is not None else CancelToken()
+        )
+        self.mailbox = config.mailbox if config.mailbox is not None else Mailbox()
+        self.tracer: Tracer = config.tracer if config.tracer is not None else NoopTracer()
         self.approvals: ApprovalChannel = ApprovalChannel()
         self.usage = Usage()
-        self.checkpoint = checkpoint
         self.writer: CheckpointWriter | None = None
         self._resume: RunSnapshot | None = None
         """The interrupted run this loop resumes (set by ``_open``)."""
         self._segments: list[Segment] | None = None
-        self.run_id = run_id or (checkpoint.run_id if checkpoint else None) or _new_run_id()
+        checkpoint = config.checkpoint
+        self.run_id = (checkpoint.run_id if checkpoint else None) or _new_run_id()
         self.transcript: list[TranscriptEntry] = []
         self._live_view = LiveView(self.transcript)
         self.ctx: RunContext[Any] = RunContext(
-            deps=context,
+            deps=config.context,
             agent=agent,
             cancel_token=self.cancel_token,
             mailbox=self.mailbox,
             entries=self.transcript,
             usage=self.usage,
-            session_id=session_id,
+            session_id=config.session_id,
             run_id=self.run_id,
-            budget=budget,
+            budget=config.budget,
             tracer=self.tracer,
         )
         self.state: RunState | None = None
         self.policy: ContextPolicy | None = None
-        self.finished = False
-        self.result: RunResult[T] | None = None
-        self.error: BaseException | None = None
+        self.terminal: RunCompleted | RunFailed | None = None
+        self._settled: RunResult[T] | None = None
+        """The success result, once ``finish`` (or a replay) settled it."""
+        self._terminal_reached: asyncio.Future[None] | None = None
         self._stack: AsyncExitStack | None = None
         self._dispatching = False
         """Whether any activated agent or plugin has hook handlers (else dispatch is skipped)."""
@@ -168,13 +156,26 @@ class RunLoop(Generic[T]):
     # -- driving ----------------------------------------------------------------------
 
     async def run(self) -> RunResult[T]:
-        """Drive the run to its end; return the result or raise its error."""
+        """Drive the run to its end; return the result or raise its error.
+
+        A failed run's error carries the run's usage as ``run_usage`` (agent-as-tool folds
+        a failed child's spending into its parent from there).
+        """
         async for _ in self.stream():
             pass
-        if self.error is not None:
-            raise self.error
-        assert self.result is not None
-        return self.result
+        terminal = self.terminal
+        if isinstance(terminal, RunFailed):
+            raise terminal.error
+        assert terminal is not None
+        return terminal.result
+
+    def terminal_reached(self) -> asyncio.Future[None]:
+        """A future done once the terminal event is settled (for a second awaiting task)."""
+        if self._terminal_reached is None:
+            self._terminal_reached = asyncio.get_running_loop().create_future()
+            if self.terminal is not None:
+                self._terminal_reached.set_result(None)
+        return self._terminal_reached
 
     async def stream(self) -> AsyncGenerator[Event, None]:
         """Every event of the run, ending with exactly one ``RunCompleted``/``RunFailed``.
@@ -185,7 +186,7 @@ class RunLoop(Generic[T]):
         and the consumer after it, so a consumer that stops at the terminal event leaves
         nothing open.
         """
-        terminal: Event
+        terminal: RunCompleted | RunFailed
         self._stack = AsyncExitStack()
         try:
             try:
@@ -203,22 +204,23 @@ class RunLoop(Generic[T]):
                         span.set_attribute("total_tokens", self.usage.total_tokens)
                         if self._resume is not None:
                             span.set_attribute("resumed", True)
-                assert self.result is not None
-                terminal = RunCompleted(self.result)
-                _log.info(
-                    "run.done: agent=%s turns=%d", self.result.final_agent.name, self.result.turns
-                )
+                result = self._settled
+                assert result is not None
+                terminal = RunCompleted(result)
+                _log.info("run.done: agent=%s turns=%d", result.final_agent.name, result.turns)
             except Exception as exc:  # noqa: BLE001 - the stream contract: a failure is RunFailed
-                self.error = exc
+                _carry_usage(exc, self.usage)
                 if self.writer is not None:
                     await self.writer.save_failure(self.state, exc)
                 terminal = RunFailed(exc)
                 _log.info("run.failed: %s: %s", type(exc).__name__, exc)
-            self.finished = True
+            self.terminal = terminal
             if self._dispatching:
                 await self._dispatch(terminal)
         finally:
             await self._teardown()
+        if self._terminal_reached is not None and not self._terminal_reached.done():
+            self._terminal_reached.set_result(None)  # after teardown: nothing is left open
         yield terminal
 
     async def _teardown(self) -> None:
@@ -247,8 +249,10 @@ class RunLoop(Generic[T]):
     # -- the phases -------------------------------------------------------------------
 
     async def _run(self) -> AsyncGenerator[Event, None]:
-        """Open, start (or catch up a resumed turn), then turns until ``self.result`` is set."""
-        if await self._open():
+        """Open, start (or catch up a resumed turn), then turns until the run is settled."""
+        replayed = await self._open()
+        if replayed is not None:
+            self._settled = replayed
             return  # a replay: the stored result, and no event but the terminal one
         state = await self._start()
         ctx = self.ctx
@@ -260,7 +264,7 @@ class RunLoop(Generic[T]):
             async with aclosing(self._catch_up(state)) as caught_up:
                 async for event in caught_up:
                     yield event
-        while self.result is None:
+        while self._settled is None:
             self._between_turns(state)
             state.turn += 1
             ctx.turn = state.turn
@@ -280,53 +284,46 @@ class RunLoop(Generic[T]):
             async with aclosing(model_turn.stream()) as deltas:
                 async for event in deltas:
                     yield event
-            async with aclosing(self._end_turn(state, agent, model_turn.assembly)) as events:
-                async for event in events:
+            # 6-8, after the reply (here too rather than in a helper generator: a layer
+            # costs per tool event as well).
+            if self._late_events:
+                for event in self._late_events:
                     yield event
+                self._late_events.clear()
+            entries, calls = self._record_reply(state, model_turn.assembly)
+            if entries:
+                yield MessageCompleted(entries)
+            await self._save_progress()
+            if ctx.budget is not None:
+                ctx.budget.check(state.budget_usage())
+            output: Any = _NO_OUTPUT
+            if calls:
+                async with aclosing(self.run_tools(state, calls)) as tool_events:
+                    async for event in tool_events:
+                        yield event
+                handoff = await self.apply_handoff(state)
+                if handoff is not None:
+                    yield handoff
+            elif state.finish_reason != "pause_turn":
+                # (A paused turn, Anthropic server tools, is not a final answer: sending the
+                # partial reply back is how the vendor continues it, and the answer is the
+                # paused text plus the continuation: the whole trailing reply.)
+                done, value = await self.final_output(state, state.trailing_reply())
+                if done:
+                    output = value
+            yield TurnEnded(agent, state.turn)
+            if output is not _NO_OUTPUT:
+                await self.finish(state, output)
 
-    async def _end_turn(
-        self, state: RunState, agent: Agent[Any], asm: TurnAssembly
-    ) -> AsyncGenerator[Event, None]:
-        """After the reply: record it, then run its tool calls (and apply a handoff) or
-        settle the final output; on success set ``self.result`` and persist the run."""
-        for event in self._late_events:
-            yield event
-        self._late_events.clear()
-        entries, calls = self._record_reply(state, asm)
-        if entries:
-            yield MessageCompleted(entries)
-        await self._save_progress()
-        if self.ctx.budget is not None:
-            self.ctx.budget.check(self.usage)
-        output: Any = _NO_OUTPUT
-        if calls:
-            async with aclosing(self._tool_phase(state, calls)) as tool_events:
-                async for event in tool_events:
-                    yield event
-            handoff = await self._apply_handoff(state)
-            if handoff is not None:
-                yield handoff
-        elif state.finish_reason != "pause_turn":
-            # (A paused turn, Anthropic server tools, is not a final answer: sending the
-            # partial reply back is how the vendor continues it.)
-            done, value = await self._final_output(state, entries)
-            if done:
-                await self._check_output(state, value)
-                output = value
-        yield TurnEnded(agent, state.turn)
-        if output is not _NO_OUTPUT:
-            self.result = self._build_result(state, output)
-            await self._persist_success()
-
-    async def _open(self) -> bool:
-        """Take the session lease, then open the checkpoint; ``True`` for a replay."""
+    async def _open(self) -> RunResult[T] | None:
+        """Take the session lease, then open the checkpoint; the result of a replay."""
         assert self._stack is not None
         if self.session is not None:
             assert self.session_id is not None
             lease = self.session.lease(self.session_id, timeout=self.lease_timeout)
             await self._stack.enter_async_context(lease)
         if self.checkpoint is None:
-            return False
+            return None
         from .resume import open_checkpoint, replay
 
         if self.session is not None:
@@ -339,14 +336,15 @@ class RunLoop(Generic[T]):
         self.writer = opening.writer
         snapshot = opening.snapshot
         if snapshot is not None and snapshot.head.status == "completed":
-            self.result = await replay(self, snapshot, heal=not in_session)
-            return True
+            return await replay(
+                self.config, snapshot, usage=self.usage, writer=self.writer, heal=not in_session
+            )
         self._resume = snapshot
-        return False
+        return None
 
     async def _start(self) -> RunState:
         """Resolve the agent (a resumed run's active one) and posture, build the transcript."""
-        policy = self.context_policy
+        policy = self.config.context_policy
         if policy is None:
             policy = self.agent.context_policy
         self.policy = policy if policy is not None else _default_policy()
@@ -356,25 +354,24 @@ class RunLoop(Generic[T]):
             self._stack.callback(release, self.run_id)
         snapshot = self._resume
         agent = self.agent
-        if snapshot is not None:
-            from .resume import agent_to_resume
+        history, scratch, carried_input = await self._load_session()
+        if snapshot is None:
+            own = input_to_entries(self.config.input)
+        else:
+            from .resume import agent_to_resume, restored_entries
 
             agent = self.ctx.agent = agent_to_resume(self.agent, snapshot)
-        active = await self._activate(agent)
-        history, scratch, carried_input = await self._load_session()
+            own = restored_entries(snapshot)
+        active = await self._activate(agent, has_results=_has_results(history, own))
         transcript = self.transcript
         transcript.extend(history)
-        if snapshot is None:
-            transcript.extend(input_to_entries(self.input))
-        else:
-            from .resume import restored_entries
-
-            transcript.extend(restored_entries(snapshot))
+        transcript.extend(own)
         state = self.state = RunState(
             active=active, transcript=transcript, usage=self.usage, run_start=len(history)
         )
         state.context_scratch = scratch
         state.last_input_tokens = carried_input  # the policy's first calibration sample
+        state.call_ids.update((e.call_id, 1) for e in own if isinstance(e, ToolCallEntry))
         state.activations[id(agent)] = active
         if snapshot is not None:
             from .resume import restore_head
@@ -406,13 +403,12 @@ class RunLoop(Generic[T]):
         self.cancel_token.check()
         budget = self.ctx.budget
         if budget is not None:
-            budget.check(self.usage)
-        if state.turn >= self.max_turns:
-            _log.warning(
-                "run.max_turns: agent=%s max_turns=%d", state.active.agent.name, self.max_turns
-            )
+            budget.check(state.budget_usage())
+        max_turns = self.config.max_turns
+        if state.turn >= max_turns:
+            _log.warning("run.max_turns: agent=%s max_turns=%d", state.active.agent.name, max_turns)
             raise MaxTurnsExceeded(
-                f"the run reached max_turns={self.max_turns} without a final answer",
+                f"the run reached max_turns={max_turns} without a final answer",
                 hint="raise max_turns=, or check whether the agent loops on a tool",
             )
 
@@ -425,7 +421,7 @@ class RunLoop(Generic[T]):
         active = state.active
         text = active.static_prompt
         if text is None:
-            text = await active.agent.render_instructions(self.ctx, self.extra_instructions)
+            text = await active.agent.render_instructions(self.ctx, self.config.extra_instructions)
         self.ctx.system_prompt = text
         suffix = active.prompt_suffix
         state.set_system_head(f"{text}\n\n{suffix}" if text and suffix else text or suffix)
@@ -457,7 +453,14 @@ class RunLoop(Generic[T]):
             session_id=self.session_id,
             run_id=self.run_id,
         )
-        return await self.policy.compact(request)
+        result = await self.policy.compact(request)
+        if not isinstance(result, ContextResult):
+            raise UserError(
+                f"context policy {self.policy!r} returned {type(result).__name__} from "
+                "compact(); the contract is `async def compact(self, req) -> ContextResult`",
+                hint="wrap the view: return ContextResult(entries=view, changed=True)",
+            )
+        return result
 
     def _note_compaction(self, result: ContextResult, *, reactive: bool) -> ContextCompacted:
         notice = CompactionNotice(
@@ -516,8 +519,10 @@ class RunLoop(Generic[T]):
     def _record_reply(
         self, state: RunState, asm: TurnAssembly
     ) -> tuple[list[TranscriptEntry], list[PlannedCall]]:
-        entries = asm.entries(state.active.provider.name)
+        entries = asm.entries(state.active.provider.name, state.call_ids)
         start = len(self.transcript)
+        if state.finish_reason != "pause_turn":  # (still the previous turn's reason here)
+            state.reply_floor = start - state.run_start
         self.transcript.extend(entries)
         usage = asm.usage
         if usage is not None:
@@ -538,22 +543,24 @@ class RunLoop(Generic[T]):
         )
         return entries, calls
 
-    async def _tool_phase(
-        self, state: RunState, calls: list[PlannedCall]
-    ) -> AsyncGenerator[Event, None]:
+    # -- the phase interface (also driven by ``resume.catch_up``) ---------------------
+
+    def run_tools(self, state: RunState, calls: list[PlannedCall]) -> AsyncGenerator[Event, None]:
+        """The tool phase: run ``calls`` (see ``runtime/tool_calls.py``), yielding events.
+
+        Returns the processor's own generator: no extra layer per tool event.
+        """
         processor = ToolCallProcessor(
             state,
             self.ctx,
             approvals=self.approvals,
-            interactive=self.interactive,
+            interactive=self.config.interactive,
             truncated=state.finish_reason == "length",
             on_result=self._save_progress,
         )
-        async with aclosing(processor.run_batch(calls)) as events:
-            async for event in events:
-                yield event
+        return processor.run_batch(calls)
 
-    async def _apply_handoff(self, state: RunState) -> HandoffOccurred | None:
+    async def apply_handoff(self, state: RunState) -> HandoffOccurred | None:
         """Swap to a pending handoff's target at turn end; the body of the transcript stays."""
         signal = state.pending_handoff
         if signal is None:
@@ -565,7 +572,7 @@ class RunLoop(Generic[T]):
             active = state.activations.get(id(target))
             if active is None:
                 self.ctx.agent = target  # plugins set up for the target see it as the agent
-                active = await self._activate(target)
+                active = await self._activate(target, has_results=_has_results(self.transcript, ()))
             state.activate(active)
             self.ctx.agent = target
             self.ctx.workspace = active.workspace_session
@@ -573,41 +580,52 @@ class RunLoop(Generic[T]):
         _log.info("run.handoff: %s -> %s", source.name, target.name)
         return HandoffOccurred(source, target)
 
-    async def _final_output(
-        self, state: RunState, entries: list[TranscriptEntry]
+    async def final_output(
+        self, state: RunState, entries: Sequence[TranscriptEntry]
     ) -> tuple[bool, Any]:
-        """``(True, output)`` when the reply is final, ``(False, None)`` after a repair prompt."""
+        """``(True, output)`` when the reply ``entries`` are final (parsed, output guardrails
+        passed), ``(False, None)`` after a repair prompt was appended."""
         text = "".join(e.content for e in entries if isinstance(e, AssistantTextEntry))
         active = state.active
         if active.text_output:
             if not text:
                 _log.warning("run.empty_reply: agent=%s turn=%d", active.agent.name, state.turn)
-            return True, text
-        from ..output import parse_structured_output, resolve_output_repair
+                warnings.warn(
+                    f"agent {active.agent.name!r} ended its run with an empty reply "
+                    f"(turn {state.turn}); check its model and instructions",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            output: Any = text
+        else:
+            from ..output import parse_structured_output, resolve_output_repair
 
-        try:
-            return True, parse_structured_output(text, active.output_type)
-        except OutputValidationError as exc:
-            strategy = resolve_output_repair(active.agent.output_repair)
-            state.repair_attempts += 1
-            prompt = strategy.build_prompt(exc, state.repair_attempts) if strategy else None
-            if prompt is None:
-                raise
-            state.append(InputEntry("user", prompt))
-            return False, None
-
-    async def _check_output(self, state: RunState, output: Any) -> None:
-        guardrails = state.active.output_guardrails
+            try:
+                output = parse_structured_output(text, active.output_type)
+            except OutputValidationError as exc:
+                strategy = resolve_output_repair(active.agent.output_repair)
+                state.repair_attempts += 1
+                prompt = strategy.build_prompt(exc, state.repair_attempts) if strategy else None
+                if prompt is None:
+                    raise
+                state.append(InputEntry("user", prompt))
+                return False, None
+        guardrails = active.output_guardrails
         if guardrails:
             from ..guardrails import run_output_guardrails
 
             await run_output_guardrails(guardrails, output, self.ctx)
+        return True, output
 
-    def _build_result(self, state: RunState, output: Any) -> RunResult[T]:
-        return RunResult(
-            output=output,
-            entries=state.own_entries(),
-            final_agent=state.active.agent,
+    async def finish(self, state: RunState, output: Any) -> None:
+        """Settle the run on ``output``, then persist it, in this order: finalise the
+        checkpoint, append this run's own entries to the session as one segment, then
+        ``delete_on_success``."""
+        entries = state.own_entries()
+        result: RunResult[T] = build_result(
+            output,
+            entries,
+            agent=state.active.agent,
             usage=self.usage,
             turns=state.turn,
             finish_reason=state.finish_reason,
@@ -615,6 +633,19 @@ class RunLoop(Generic[T]):
             run_id=self.run_id,
             session_id=self.session_id,
         )
+        from .checkpoint import record_in_session, segment_meta
+
+        if self.writer is not None:
+            await self.writer.finalise(state, output)
+        await record_in_session(
+            self.session,
+            self.session_id,
+            entries,
+            run_id=self.run_id,
+            meta=segment_meta(state.context_scratch, state.notices, state.last_input_tokens),
+            writer=self.writer,
+        )
+        self._settled = result
 
     # -- persistence seams ------------------------------------------------------------
 
@@ -644,30 +675,9 @@ class RunLoop(Generic[T]):
             assert self.state is not None
             await self.writer.save_running(self.state)
 
-    async def _persist_success(self) -> None:
-        """On success, in this order: finalise the checkpoint, append this run's own
-        entries to the session as one segment, then ``delete_on_success``."""
-        state = self.state
-        assert state is not None and self.result is not None
-        if self.writer is not None:
-            await self.writer.finalise(state, self.result.output)
-        if self.session is not None:
-            assert self.session_id is not None
-            meta: dict[str, Any] = {"context": state.context_scratch}
-            if state.last_input_tokens is not None:
-                # The next run's policy pairs it with the view estimate in the scratch.
-                meta["last_input_tokens"] = state.last_input_tokens
-            if state.notices:
-                meta["notices"] = list(state.notices)
-            await self.session.append(
-                self.session_id, state.own_entries(), run_id=self.run_id, meta=meta
-            )
-        if self.writer is not None:
-            await self.writer.after_session()
-
     # -- agent activation -------------------------------------------------------------
 
-    async def _activate(self, agent: Agent[Any]) -> ActiveAgent:
+    async def _activate(self, agent: Agent[Any], *, has_results: bool) -> ActiveAgent:
         from ._activation import activate_agent
 
         assert self._stack is not None
@@ -676,33 +686,26 @@ class RunLoop(Generic[T]):
             self.ctx,
             self._stack,
             policy=self.policy,
-            output_type=self.output_type,
-            extra_instructions=self.extra_instructions,
+            output_type=self.config.output_type,
+            extra_instructions=self.config.extra_instructions,
+            has_results=has_results,
         )
         if active.hooks:
             self._dispatching = True
         return active
 
 
-def _check_options(
-    session: Session | None, session_id: str | None, lease_timeout: float | None, max_turns: int
-) -> None:
-    """Usage mistakes fail before anything runs (``UserError`` with a hint)."""
-    if session is not None and not session_id:
-        raise UserError(
-            "session= was given without session_id=",
-            hint="pass session_id='...' to name the conversation in the session store",
-        )
-    if lease_timeout is not None and (session is None or lease_timeout < 0):
-        raise UserError(
-            f"lease_timeout={lease_timeout!r} needs a session= and must not be negative",
-            hint="0 fails at once when another run holds the session; None waits for it",
-        )
-    if max_turns < 1:
-        raise UserError(
-            f"max_turns must be at least 1, got {max_turns!r}",
-            hint="a turn is one model call plus its tool calls; pass max_turns=1 or more",
-        )
+def _has_results(*parts: Sequence[TranscriptEntry]) -> bool:
+    """Whether a tool result is in ``parts`` (so a recall tool may have something to recall)."""
+    return any(isinstance(e, ToolResultEntry) for part in parts for e in part)
+
+
+def _carry_usage(error: BaseException, usage: Usage) -> None:
+    """Put the failed run's usage on its error as ``run_usage`` (best effort)."""
+    try:
+        error.run_usage = usage  # type: ignore[attr-defined]  # documented extra attribute
+    except AttributeError:  # an exception type with __slots__: nothing to carry it on
+        pass
 
 
 def _default_policy() -> ContextPolicy:

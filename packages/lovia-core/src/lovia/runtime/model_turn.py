@@ -9,6 +9,9 @@ reasoning, text, tool calls.
 Forwarding: the provider's ``TextDelta``/``ReasoningDelta`` objects are yielded unchanged
 (no allocation per delta). Everything else is absorbed here.
 
+Truncation: a stream must end with ``FinishDelta``; one that stops without it raises the
+retryable truncation error here, for every provider (an adapter may raise it first).
+
 Retries (``RetryPolicy``): the transcript only ever receives a *completed* reply. When a
 retryable error interrupts a stream, the partial is dropped and the call re-streamed;
 ``OutputDiscarded`` is emitted only if text or reasoning had been forwarded (a partial
@@ -46,7 +49,7 @@ if TYPE_CHECKING:
     from ..tools.base import Tool
     from ..tracing import Tracer
 
-__all__ = ["ModelTurn", "TurnAssembly"]
+__all__ = ["ModelTurn", "TurnAssembly", "unique_call_id"]
 
 _log = logging.getLogger("lovia.runtime")
 
@@ -62,6 +65,7 @@ class TurnAssembly:
         "_completed_text",
         "_slots",
         "finish_reason",
+        "finished",
         "forwarded",
         "reasoning",
         "text",
@@ -76,6 +80,8 @@ class TurnAssembly:
         self._completed_text: list[AssistantTextEntry] = []
         self.usage: Usage | None = None
         self.finish_reason: str | None = None
+        self.finished = False
+        """Whether the stream ended with ``FinishDelta`` (without it, it was truncated)."""
         self.forwarded = False
         """Whether text or reasoning reached the consumer (a restart must discard it)."""
 
@@ -95,12 +101,20 @@ class TurnAssembly:
             self.usage = _merge_usage(self.usage, delta.usage)
         elif isinstance(delta, FinishDelta):
             self.finish_reason = delta.reason
+            self.finished = True
         elif isinstance(delta, EntryCompletedDelta):
             self._complete(delta)
         elif isinstance(delta, TextDelta):  # a provider that bypassed the fast path
             self.text.append(delta.delta)
         elif isinstance(delta, ReasoningDelta):
             self.reasoning.append(delta.delta)
+
+    @property
+    def touched(self) -> bool:
+        """Whether any delta arrived at all."""
+        return bool(self.text or self.reasoning or self._slots or self.usage is not None) or bool(
+            self._completed_reasoning or self._completed_text
+        )
 
     @property
     def has_tool_fragments(self) -> bool:
@@ -118,8 +132,12 @@ class TurnAssembly:
             slot = self._slots.setdefault(index, [None, None, [], None])
             slot[3] = entry
 
-    def entries(self, provider: str | None) -> list[TranscriptEntry]:
-        """The reply as transcript entries: reasoning, then text, then tool calls."""
+    def entries(self, provider: str | None, taken: dict[str, int]) -> list[TranscriptEntry]:
+        """The reply as transcript entries: reasoning, then text, then tool calls.
+
+        ``taken`` holds the call ids the run already used (``unique_call_id``); each call's
+        id is made unique against it, so every consumer can pair a result with its call by id.
+        """
         out: list[TranscriptEntry] = []
         if self._completed_reasoning:
             out.extend(self._completed_reasoning)
@@ -133,13 +151,38 @@ class TurnAssembly:
                 out.append(AssistantTextEntry(content))
         for index in sorted(self._slots):
             call_id, name, fragments, entry = self._slots[index]
-            if entry is not None:
-                out.append(entry)
-            elif name:
-                out.append(
-                    ToolCallEntry(call_id or f"call_{index}", name, "".join(fragments) or "{}")
-                )
+            if entry is None:
+                if not name:
+                    continue
+                entry = ToolCallEntry(call_id or "", name, "".join(fragments) or "{}")
+            unique = unique_call_id(entry.call_id, taken)
+            if unique != entry.call_id:
+                _log.info("model.call_id_rewritten: %r -> %r", entry.call_id, unique)
+                entry = ToolCallEntry(unique, entry.name, entry.arguments)
+            out.append(entry)
         return out
+
+
+def unique_call_id(call_id: str, taken: dict[str, int]) -> str:
+    """``call_id`` if the run has not used it yet, else the first free ``<id>_<n>``.
+
+    Some OpenAI-compatible servers send blank or repeated ids; pairing results by id only
+    works when ids are unique. The rewritten id is what the transcript keeps, so a replay
+    sends the same id with the call and with its result, which is all a provider checks.
+    ``taken`` maps every id the run used to the next suffix to try for it (amortised O(1)
+    even when a server repeats one id every turn); the new id is recorded in it.
+    """
+    if call_id and call_id not in taken:
+        taken[call_id] = 1
+        return call_id
+    base = call_id or "call"
+    n = taken.get(base, 1)
+    while f"{base}_{n}" in taken:
+        n += 1
+    taken[base] = n + 1
+    unique = f"{base}_{n}"
+    taken[unique] = 1
+    return unique
 
 
 def _merge_usage(old: Usage | None, new: Usage) -> Usage:
@@ -195,7 +238,7 @@ class ModelTurn:
         self.tracer = tracer
         self.turn = turn
         self.on_overflow = on_overflow
-        self.assembly = TurnAssembly()
+        self.assembly: TurnAssembly
 
     async def stream(self) -> AsyncGenerator[Event, None]:
         """Yield the forwarded deltas (and ``OutputDiscarded`` on a restart).
@@ -241,6 +284,12 @@ class ModelTurn:
                         close = getattr(stream, "aclose", None)
                         if close is not None:
                             await close()
+                    if not asm.finished:
+                        # The provider contract: a stream ends with FinishDelta. Enforced
+                        # here, so every provider's truncation gets the retry.
+                        from ..providers._http import truncated
+
+                        raise truncated(provider.name, provider.model, empty=not asm.touched)
                     if asm.usage is not None:
                         span.set_attribute("input_tokens", asm.usage.input_tokens)
                         span.set_attribute("output_tokens", asm.usage.output_tokens)

@@ -2,11 +2,15 @@
 
 The stream contract ``RunHandle`` keeps:
 
-* Iteration is single-shot; a second ``async for`` raises ``RuntimeError``.
+* Iteration is single-shot; a second ``async for`` raises ``RunHandleError`` (a
+  ``UserError`` that is also a ``RuntimeError``, with a hint).
 * Iteration never raises for a run failure: it ends with exactly one ``RunCompleted`` or
   ``RunFailed`` and stops. Errors become exceptions only at ``result()``.
-* ``result()`` drives an unconsumed stream itself. If the consumer broke out early,
-  ``result()`` raises instead of returning a partial result (and closes the run).
+* ``result()`` drives an unconsumed stream itself. While another task iterates the handle
+  (one task forwarding events, another awaiting the result), it waits for that iteration
+  to end. If the consumer broke out early (the iterating task is this one, or it ended
+  before the terminal event), ``result()`` raises ``RunHandleError`` instead of returning
+  a partial result (and closes the run).
 * asyncio task cancellation and other ``BaseException``s propagate unchanged.
 
 To keep streaming cheap, ``__anext__`` hands out the run generator's own awaitable: the
@@ -15,11 +19,13 @@ handle adds no generator layer per event.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Generator
+import asyncio
+from collections.abc import AsyncGenerator, Awaitable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ..events import Event
+from ..events import Event, RunFailed
+from ..exceptions import UserError
 from ..messages import Message, Usage
 from ..transcript import TranscriptEntry, entries_to_messages
 
@@ -28,7 +34,7 @@ if TYPE_CHECKING:
     from ..approvals import ApprovalChannel
     from .loop import RunLoop
 
-__all__ = ["RunHandle", "RunResult"]
+__all__ = ["RunHandle", "RunHandleError", "RunResult", "build_result"]
 
 T = TypeVar("T")
 
@@ -67,6 +73,36 @@ class RunResult(Generic[T]):
         )
 
 
+def build_result(
+    output: Any,
+    entries: Sequence[TranscriptEntry],
+    *,
+    agent: Agent[Any],
+    usage: Usage,
+    turns: int,
+    finish_reason: str | None,
+    last_input_tokens: int | None,
+    run_id: str,
+    session_id: str | None,
+) -> RunResult[Any]:
+    """The one way a run's result is built (a finished run and a replayed one alike)."""
+    return RunResult(
+        output=output,
+        entries=list(entries),
+        final_agent=agent,
+        usage=usage,
+        turns=turns,
+        finish_reason=finish_reason,
+        last_input_tokens=last_input_tokens,
+        run_id=run_id,
+        session_id=session_id,
+    )
+
+
+class RunHandleError(UserError, RuntimeError):
+    """A ``RunHandle`` was used against its contract (iterated twice, abandoned, ...)."""
+
+
 _FRESH, _ITERATING, _DONE = 0, 1, 2
 
 
@@ -77,12 +113,14 @@ class RunHandle(Generic[T]):
     run's cancel token; ``approvals`` decides gated tool calls by call id.
     """
 
-    __slots__ = ("_agen", "_loop", "_state")
+    __slots__ = ("_agen", "_iterator", "_loop", "_state")
 
     def __init__(self, loop: RunLoop[T]) -> None:
         self._loop = loop
         self._agen: AsyncGenerator[Event, None] | None = None
         self._state = _FRESH
+        self._iterator: asyncio.Task[Any] | None = None
+        """The task that iterates the handle (``result()`` from another task waits for it)."""
 
     def __repr__(self) -> str:
         state = ("fresh", "iterating", "done")[self._state]
@@ -92,8 +130,13 @@ class RunHandle(Generic[T]):
 
     def __aiter__(self) -> RunHandle[T]:
         if self._state != _FRESH:
-            raise RuntimeError("a RunHandle can be iterated only once")
+            raise RunHandleError(
+                "a RunHandle can be iterated only once",
+                hint="keep the events you need from the first iteration, or await "
+                "handle.result() for the outcome; start a new run for a new stream",
+            )
         self._state = _ITERATING
+        self._iterator = asyncio.current_task()
         self._agen = self._loop.stream()
         return self
 
@@ -109,25 +152,34 @@ class RunHandle(Generic[T]):
     async def result(self) -> RunResult[T]:
         """The run's result: drives the stream if nobody iterated it; raises its error.
 
-        Raises ``RuntimeError`` if the consumer stopped iterating before the terminal event.
+        Awaited while another task iterates the handle, it waits for that iteration to end.
+        Raises ``RunHandleError`` if the consumer stopped iterating before the terminal event.
         """
         loop = self._loop
         if self._state == _FRESH:
             async for _ in self:
                 pass
-        if not loop.finished:
+        elif loop.terminal is None:
+            iterator = self._iterator
+            elsewhere = iterator is not None and iterator is not asyncio.current_task()
+            if elsewhere and iterator is not None and not iterator.done():
+                # Another task forwards the events: wait for its terminal (or for that task
+                # to end without one, which is an abandoned stream).
+                reached = loop.terminal_reached()
+                await asyncio.wait((reached, iterator), return_when=asyncio.FIRST_COMPLETED)
+        terminal = loop.terminal
+        if terminal is None:
             # Abandoned mid-stream: tear the run down rather than return a partial result.
             if self._agen is not None:
                 await self._agen.aclose()
-            raise RuntimeError(
-                "the run's stream was abandoned before it finished, so it has no result; "
-                "iterate the handle to its end (or do not iterate it and await result())"
+            raise RunHandleError(
+                "the run's stream was abandoned before it finished, so it has no result",
+                hint="iterate the handle to its end (or do not iterate it and await result())",
             )
         self._state = _DONE
-        if loop.error is not None:
-            raise loop.error
-        assert loop.result is not None
-        return loop.result
+        if isinstance(terminal, RunFailed):
+            raise terminal.error
+        return terminal.result
 
     def __await__(self) -> Generator[Any, None, RunResult[T]]:
         return self.result().__await__()

@@ -43,7 +43,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..checkpointer import CheckpointOptions, RunHead, RunSnapshot
 from ..exceptions import InvalidToolArguments, OutputValidationError, UserError
@@ -51,24 +51,27 @@ from ..handoff import Handoff, as_handoff
 from ..messages import ToolCall
 from ..tools.base import parse_tool_arguments
 from ..transcript import (
-    AssistantTextEntry,
-    ReasoningEntry,
     ToolCallEntry,
     ToolResultEntry,
     TranscriptEntry,
 )
-from .checkpoint import CheckpointWriter
+from .checkpoint import CheckpointWriter, record_in_session, segment_meta
+from .result import build_result
+from .run_state import reply_start
 
 if TYPE_CHECKING:
     from ..agent import Agent
-    from ..events import Event
-    from .loop import RunLoop
+    from ..events import Event, HandoffOccurred
+    from ..messages import Usage
+    from .config import RunConfig
     from .result import RunResult
     from .run_state import RunState
+    from .tool_calls import PlannedCall
 
 __all__ = [
     "Opening",
     "ResumePlan",
+    "TurnPhases",
     "agent_to_resume",
     "catch_up",
     "open_checkpoint",
@@ -223,6 +226,7 @@ def restore_head(state: RunState, head: RunHead) -> None:
     state.turn = head.turns
     state.notices.extend(head.notices)
     state.usage.add(head.usage)
+    state.resumed_usage = head.usage.copy()
     state.last_input_tokens = head.last_input_tokens
     if head.context_state:
         state.context_scratch = dict(head.context_state)
@@ -288,10 +292,7 @@ def plan_resume(entries: Sequence[TranscriptEntry], handoffs: Mapping[str, Hando
     while tail and isinstance(entries[tail - 1], (ToolCallEntry, ToolResultEntry)):
         tail -= 1
     if tail == len(entries):
-        reply = tail
-        while reply and isinstance(entries[reply - 1], (AssistantTextEntry, ReasoningEntry)):
-            reply -= 1
-        return ResumePlan(pending, None, tuple(entries[reply:]))
+        return ResumePlan(pending, None, tuple(entries[reply_start(entries) :]))
     handoff = _accepted_handoff(entries[tail:], handoffs)
     return ResumePlan(pending, handoff, ())
 
@@ -308,10 +309,32 @@ def _accepted_handoff(
     return None
 
 
+class TurnPhases(Protocol):
+    """The phases of a turn that ``catch_up`` drives (``RunLoop`` implements them)."""
+
+    def run_tools(self, state: RunState, calls: list[PlannedCall]) -> AsyncGenerator[Event, None]:
+        """The tool phase for ``calls``, yielding its events."""
+        ...
+
+    async def apply_handoff(self, state: RunState) -> HandoffOccurred | None:
+        """Apply the pending handoff, if any."""
+        ...
+
+    async def final_output(
+        self, state: RunState, entries: Sequence[TranscriptEntry]
+    ) -> tuple[bool, Any]:
+        """Settle a final reply: ``(True, output)``, or ``(False, None)`` after a repair prompt."""
+        ...
+
+    async def finish(self, state: RunState, output: Any) -> None:
+        """End the run successfully on ``output`` (result built, run persisted)."""
+        ...
+
+
 async def catch_up(
-    loop: RunLoop[Any], state: RunState, plan: ResumePlan
+    phases: TurnPhases, state: RunState, plan: ResumePlan
 ) -> AsyncGenerator[Event, None]:
-    """Finish the interrupted turn (same turn number); sets ``loop.result`` if the run ends.
+    """Finish the interrupted turn (same turn number); calls ``phases.finish`` if it ends.
 
     Emits the drained calls' tool events and a ``HandoffOccurred`` for an applied handoff.
     """
@@ -328,66 +351,73 @@ async def catch_up(
             entry = state.transcript[own + i]
             assert isinstance(entry, ToolCallEntry)
             calls.append(PlannedCall(ToolCall(entry.call_id, entry.name, entry.arguments), own + i))
-        async with aclosing(loop._tool_phase(state, calls)) as events:
+        async with aclosing(phases.run_tools(state, calls)) as events:
             async for event in events:
                 yield event
-    handoff = await loop._apply_handoff(state)
+    handoff = await phases.apply_handoff(state)
     if handoff is not None:
         yield handoff
         return
     if plan.final_reply and not plan.pending:
-        done, output = await loop._final_output(state, list(plan.final_reply))
+        done, output = await phases.final_output(state, plan.final_reply)
         if done:
-            await loop._check_output(state, output)
-            loop.result = loop._build_result(state, output)
-            await loop._persist_success()
+            await phases.finish(state, output)
 
 
 # -- replay -------------------------------------------------------------------------------
 
 
-async def replay(loop: RunLoop[Any], snapshot: RunSnapshot, *, heal: bool) -> RunResult[Any]:
+async def replay(
+    config: RunConfig,
+    snapshot: RunSnapshot,
+    *,
+    usage: Usage,
+    writer: CheckpointWriter | None,
+    heal: bool,
+) -> RunResult[Any]:
     """The stored result of a completed run (see the module docstring).
 
-    ``heal``: the session lacks the run's segment (a crash after the checkpoint was
-    finalised), so append it now.
+    ``usage`` is the run's live usage (the stored usage folds into it). ``heal``: the
+    session lacks the run's segment (a crash after the checkpoint was finalised), so append
+    it now.
     """
-    from .result import RunResult
-
     head = snapshot.head
-    agent = resolve_resume_agent(loop.agent, head.agent_name)
+    entry = config.agent
+    agent = resolve_resume_agent(entry, head.agent_name)
     if agent is None:
         _log.warning(
             "replay: agent %r of run %s is no longer reachable from %r; using the entry agent",
             head.agent_name,
             snapshot.run_id,
-            loop.agent.name,
+            entry.name,
         )
-        agent = loop.agent
-    output_type = loop.output_type if loop.output_type is not None else agent.output_type
+        agent = entry
+    output_type = config.output_type if config.output_type is not None else agent.output_type
     output = rehydrate_output(head.output, output_type, run_id=snapshot.run_id)
     entries = restored_entries(snapshot)
-    loop.usage.add(head.usage)
-    if heal and loop.session is not None:
-        assert loop.session_id is not None
+    usage.add(head.usage)
+    session = config.session if heal else None
+    if session is not None:
         _log.info("replay: run %s was missing from its session; appended", snapshot.run_id)
-        meta: dict[str, Any] = {"context": head.context_state}
-        if head.notices:
-            meta["notices"] = list(head.notices)
-        await loop.session.append(loop.session_id, entries, run_id=snapshot.run_id, meta=meta)
-    if loop.writer is not None:
-        await loop.writer.after_session()
+    await record_in_session(
+        session,
+        config.session_id,
+        entries,
+        run_id=snapshot.run_id,
+        meta=segment_meta(head.context_state, head.notices, head.last_input_tokens),
+        writer=writer,
+    )
     _log.info("run.replayed: run_id=%s agent=%s", snapshot.run_id, agent.name)
-    return RunResult(
-        output=output,
-        entries=entries,
-        final_agent=agent,
-        usage=loop.usage,
+    return build_result(
+        output,
+        entries,
+        agent=agent,
+        usage=usage,
         turns=head.turns,
         finish_reason=None,
         last_input_tokens=head.last_input_tokens,
         run_id=snapshot.run_id,
-        session_id=loop.session_id,
+        session_id=config.session_id,
     )
 
 

@@ -16,11 +16,12 @@ a rejected call's malformed arguments are rewritten wire-safe in place.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..messages import Usage
-from ..transcript import InputEntry, TranscriptEntry
+from ..transcript import AssistantTextEntry, InputEntry, ReasoningEntry, TranscriptEntry
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -31,7 +32,19 @@ if TYPE_CHECKING:
     from ..providers.base import Provider
     from ..tools.base import Tool
 
-__all__ = ["ActiveAgent", "RunState"]
+__all__ = ["ActiveAgent", "RunState", "reply_start"]
+
+
+def reply_start(entries: Sequence[TranscriptEntry], floor: int = 0) -> int:
+    """Where the trailing model reply (text and reasoning, no calls) of ``entries`` begins.
+
+    A paused turn (``pause_turn``) and its continuation are contiguous, so the trailing
+    reply is the whole answer. ``floor`` bounds the walk (a run's first own entry).
+    """
+    start = len(entries)
+    while start > floor and isinstance(entries[start - 1], (AssistantTextEntry, ReasoningEntry)):
+        start -= 1
+    return start
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
@@ -86,6 +99,37 @@ class RunState:
     """Compaction notices of this run (JSON-safe), stored with the session segment."""
     system_text: str = ""
     repair_attempts: int = 0
+    resumed_usage: Usage | None = None
+    """The usage a resumed run carried in; budgets count only what is spent after it."""
+    reply_floor: int = 0
+    """Where the current reply began, relative to ``run_start`` (a paused turn's, when the
+    previous turn paused: the answer is the paused text plus its continuation)."""
+    call_ids: dict[str, int] = field(default_factory=dict)
+    """Every tool-call id of this run (to its next free suffix): a new reply's ids are made
+    unique against it (``model_turn.unique_call_id``)."""
+
+    def budget_usage(self) -> Usage:
+        """What this run's budget is charged: the usage since the run (re)started.
+
+        A resumed run keeps reporting its whole usage, but a fresh budget passed to the
+        resume gets its whole allowance (the spent part tripped the previous budget).
+        """
+        base = self.resumed_usage
+        if base is None:
+            return self.usage
+        usage = self.usage
+        return Usage(
+            input_tokens=usage.input_tokens - base.input_tokens,
+            output_tokens=usage.output_tokens - base.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens - base.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens - base.cache_write_tokens,
+            requests=usage.requests - base.requests,
+        )
+
+    def trailing_reply(self) -> list[TranscriptEntry]:
+        """The run's last model reply, a paused turn's text included (see ``reply_start``)."""
+        transcript = self.transcript
+        return transcript[reply_start(transcript, self.run_start + self.reply_floor) :]
 
     def own_entries(self) -> list[TranscriptEntry]:
         """This run's entries (no system head, no history)."""
