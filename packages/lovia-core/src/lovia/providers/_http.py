@@ -19,12 +19,11 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from json.scanner import make_scanner
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypedDict, cast
-from urllib.parse import urlsplit
 
 from ..exceptions import ContextOverflowError, ProviderError, UserError
 from ..http_config import ProviderTimeouts, resolve_timeouts
 from .base import ModelSettings
-from .discovery import discover_window, table_window
+from .discovery import discover_window, host_of, table_window
 from .errors import (
     error_event,
     error_from_response,
@@ -70,11 +69,6 @@ _log = logging.getLogger("lovia.providers")
 
 _HEAD_LIMIT = 65_536
 """Bytes of a non-stream body kept for the error message."""
-
-
-def host_of(base_url: str) -> str:
-    """The lower-cased host of ``base_url`` ("" when it has none)."""
-    return (urlsplit(base_url).hostname or "").lower()
 
 
 class ClientSlot:

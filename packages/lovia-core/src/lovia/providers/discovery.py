@@ -24,12 +24,22 @@ from typing import Any
 __all__ = [
     "clear_discovery_cache",
     "discover_window",
+    "host_of",
     "is_official_openai_host",
     "table_window",
     "window_from_models_payload",
 ]
 
 _log = logging.getLogger("lovia.providers")
+
+
+def host_of(base_url: str) -> str:
+    """The lower-cased host of ``base_url`` ("" when it has none)."""
+    from urllib.parse import urlsplit
+
+    return (urlsplit(base_url).hostname or "").lower()
+
+
 _memo: dict[tuple[str, str], int | None] = {}
 _inflight: weakref.WeakKeyDictionary[
     asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Task[int | None]]
@@ -141,7 +151,6 @@ async def discover_window(
     ``timeout`` bounds the whole probe (default: ``resolve_timeouts().probe``).
     """
     from ..http_config import resolve_timeouts
-    from ._http import host_of
 
     endpoint = base_url.rstrip("/")
     if is_official_openai_host(host_of(endpoint)):
