@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from typing import Any
 
 import lovia.workspace
 import pytest
@@ -56,7 +57,7 @@ def test_protocols_are_importable_but_not_exported() -> None:
 def test_workspace_satisfies_cores_seam() -> None:
     from lovia.workspace_seam import WorkspaceLike
 
-    def accepts(ws: WorkspaceLike) -> bool:
+    def accepts(ws: WorkspaceLike[Any]) -> bool:
         return ws.close_after_run
 
     assert accepts(lovia.workspace.Workspace.local(".")) is True
@@ -65,7 +66,7 @@ def test_workspace_satisfies_cores_seam() -> None:
 async def test_local_classes_satisfy_the_workspace_protocols() -> None:
     from lovia.workspace.protocol import WorkspaceLike, WorkspaceSession
 
-    ws: WorkspaceLike = lovia.workspace.Workspace.local(".")  # checked by mypy
+    ws: WorkspaceLike[WorkspaceSession] = lovia.workspace.Workspace.local(".")  # mypy checks
     session: WorkspaceSession = await ws.open()
     assert not session.closed
     await session.close()

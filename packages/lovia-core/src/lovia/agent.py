@@ -97,7 +97,7 @@ class Agent(Generic[DepsT]):
     """Provider-retry posture (the entry agent's governs the run); ``None``: no retries."""
     context_policy: ContextPolicy | None = None
     """Builds each call's view (the entry agent's governs the run); ``None``: the default."""
-    workspace: WorkspaceLike | None = None
+    workspace: WorkspaceLike[Any] | None = None
     """Opened per run: tools, instructions and view injectors; ``ctx.workspace``."""
     plugins: Sequence[Plugin] = ()
     """Set up once per run (per agent reached); torn down LIFO when the run ends."""

@@ -10,7 +10,7 @@ end when ``ws.close_after_run`` is true (a caller-owned, bound session stays ope
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from .plugin import ViewInjector
@@ -25,12 +25,20 @@ class WorkspaceSessionLike(Protocol):
     async def close(self) -> None: ...
 
 
-class WorkspaceLike(Protocol):
-    """A workspace an ``Agent`` can carry (``Agent(workspace=...)``)."""
+S_co = TypeVar("S_co", bound=WorkspaceSessionLike, covariant=True)
+
+
+class WorkspaceLike(Protocol[S_co]):
+    """A workspace an ``Agent`` can carry (``Agent(workspace=...)``).
+
+    Generic in the session ``open()`` returns: core needs only ``close()``
+    (``WorkspaceLike[Any]``); lovia-workspace's sessions are ``WorkspaceLike[WorkspaceSession]``.
+    This is the one declaration; ``lovia.workspace.protocol`` re-exports it.
+    """
 
     close_after_run: bool
 
-    async def open(self) -> WorkspaceSessionLike: ...
+    async def open(self) -> S_co: ...
 
     def tools(self) -> Sequence[Tool]: ...
 

@@ -1,15 +1,18 @@
 """The workspace seams: ``WorkspaceSession``, ``WorkspaceLike`` and ``ShellExecutor``.
 
 Importable for custom backends but not re-exported in ``lovia.workspace.__all__``.
-``WorkspaceLike`` mirrors core's ``lovia.workspace_seam.WorkspaceLike`` (what the run loop
-needs); ``WorkspaceSession`` is the full surface the built-in tools and custom tools use.
+``WorkspaceLike`` is core's ``lovia.workspace_seam.WorkspaceLike`` (declared once, there),
+re-exported here; ``WorkspaceLike[WorkspaceSession]`` is what ``Workspace.local`` satisfies.
+``WorkspaceSession`` is the full surface the built-in tools and custom tools use.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from lovia.workspace_seam import WorkspaceLike
 
 from .policy import Decision, WorkspacePolicy
 from .results import (
@@ -26,8 +29,7 @@ from .results import (
 )
 
 if TYPE_CHECKING:
-    from lovia.plugin import ViewInjector
-    from lovia.tools.base import Tool
+    pass
 
 __all__ = ["SandboxLauncher", "ShellExecutor", "WorkspaceLike", "WorkspaceSession"]
 
@@ -122,17 +124,3 @@ class WorkspaceSession(Protocol):
     def background_processes(self) -> list[ProcessStatus]: ...
 
     async def close(self) -> None: ...
-
-
-class WorkspaceLike(Protocol):
-    """What ``Agent(workspace=...)`` accepts (same shape as core's seam)."""
-
-    close_after_run: bool
-
-    async def open(self) -> WorkspaceSession: ...
-
-    def tools(self) -> Sequence[Tool]: ...
-
-    def instructions(self) -> str: ...
-
-    def view_injectors(self) -> Sequence[ViewInjector]: ...
