@@ -58,30 +58,52 @@ pids+=($!)
 aimock_port=$(wait_for "$work/aimock.log" "listening on" | port_in)
 echo "llmock on 127.0.0.1:$llmock_port, aimock on 127.0.0.1:$aimock_port"
 
+# run_pass LABEL OPENAI_BASE ANTHROPIC_BASE MODEL [VAR=VALUE...] -- [PYTEST ARGS...]
+# One `pytest -m live_provider` run; fails the script when a test fails or none passes.
 status=0
-for model in "${MODELS[@]}"; do
-  printf '\n== live tests, %s ==\n' "$model"
-  report="$work/${model%%:*}.xml"
-  rc=0
-  env LOVIA_LIVE_TESTS=1 LOVIA_LIVE_OVERFLOW_TESTS=1 LOVIA_LIVE_REASONING=1 \
-    LOVIA_LIVE_CONTEXT_WINDOW="$WINDOW" LOVIA_LIVE_MODEL="$model" \
-    OPENAI_API_KEY="$KEY" OPENAI_BASE_URL="http://127.0.0.1:$aimock_port/v1" \
-    ANTHROPIC_API_KEY="$KEY" ANTHROPIC_BASE_URL="http://127.0.0.1:$aimock_port" \
-    uv run --no-sync pytest -m live_provider -p no:cacheprovider --junitxml="$report" "$@" || rc=$?
+run_pass() {
+  local label=$1 openai_base=$2 anthropic_base=$3 model=$4
+  shift 4
+  local extra=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do extra+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  printf '\n== live tests, %s, %s ==\n' "$model" "$label"
+  local report="$work/report.xml" rc=0
+  env LOVIA_LIVE_TESTS=1 LOVIA_LIVE_REASONING=1 LOVIA_LIVE_CONTEXT_WINDOW="$WINDOW" \
+    LOVIA_LIVE_MODEL="$model" OPENAI_API_KEY="$KEY" OPENAI_BASE_URL="$openai_base" \
+    ANTHROPIC_API_KEY="$KEY" ANTHROPIC_BASE_URL="$anthropic_base" "${extra[@]}" \
+    uv run --no-sync pytest -m live_provider -p no:cacheprovider --junitxml="$report" "$@" \
+    || rc=$?
+  local counts passed skipped failed
   counts=$(uv run --no-sync python - "$report" <<'PY'
 import sys
 import xml.etree.ElementTree as ET
 
 suite = ET.parse(sys.argv[1]).getroot().find("testsuite")
-tests, bad = int(suite.get("tests", 0)), int(suite.get("failures", 0)) + int(suite.get("errors", 0))
-skipped = int(suite.get("skipped", 0))
-print(tests - bad - skipped, skipped, bad)
+tests, skipped = int(suite.get("tests", 0)), int(suite.get("skipped", 0))
+failed = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+print(tests - failed - skipped, skipped, failed)
 PY
 )
   read -r passed skipped failed <<<"$counts"
-  echo "$model: $passed passed, $skipped skipped, $failed failed (pytest exit $rc)"
+  summary+=("$model, $label: $passed passed, $skipped skipped, $failed failed (pytest exit $rc)")
   if [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ] || [ "$passed" -eq 0 ]; then
     status=1
   fi
+}
+
+summary=()
+chain_openai="http://127.0.0.1:$aimock_port/v1" chain_anthropic="http://127.0.0.1:$aimock_port"
+llmock_openai="http://127.0.0.1:$llmock_port/v1"
+llmock_anthropic="http://127.0.0.1:$llmock_port/anthropic"
+for model in "${MODELS[@]}"; do
+  # Every live test against aimock in front of llmock (the overflow probe stays off: aimock
+  # relays an upstream rejection as HTTP 502, which no real endpoint sends for an overflow).
+  run_pass "aimock in front of llmock" "$chain_openai" "$chain_anthropic" "$model" -- "$@"
+  # The overflow probe against llmock itself, whose --context-window rejects for real.
+  run_pass "overflow probe on llmock" "$llmock_openai" "$llmock_anthropic" "$model" \
+    LOVIA_LIVE_OVERFLOW_TESTS=1 -- -k overflow "$@"
 done
+printf '\n== summary ==\n'
+printf '%s\n' "${summary[@]}"
 exit $status
