@@ -22,11 +22,12 @@ from typing import Any
 
 import httpx
 import pytest
-from lovia.providers.base import Provider
+from lovia.providers.base import ContextWindowDiscovery, ContextWindowProvider, Provider
 from lovia.providers.registry import provider_from_string
 
 __all__ = [
     "LiveEndpoint",
+    "claimed_window",
     "declared",
     "lift_network_guard",
     "live_endpoint",
@@ -68,12 +69,18 @@ def _dotenv() -> dict[str, str]:
         return {}
 
 
-def setting(name: str, environ: Mapping[str, str] | None = None) -> str | None:
-    """``name`` from the environment, else from ``.env`` (the environment always wins)."""
+def setting(
+    name: str,
+    *,
+    environ: Mapping[str, str] | None = None,
+    dotenv: Mapping[str, str] | None = None,
+) -> str | None:
+    """``name`` from the environment, else from ``.env`` (the environment always wins, even
+    when it sets the variable empty); ``None`` when neither has a non-blank value."""
     env = os.environ if environ is None else environ
     value = env.get(name)
     if value is None:
-        value = _dotenv().get(name)
+        value = (_dotenv() if dotenv is None else dotenv).get(name)
     value = (value or "").strip()
     return value or None
 
@@ -144,6 +151,17 @@ def live_endpoint() -> LiveEndpoint:
         api_key=setting(f"{family}_API_KEY"),
         base_url=setting(f"{family}_BASE_URL"),
     )
+
+
+async def claimed_window(provider: Provider) -> int | None:
+    """The window ``provider`` claims: its endpoint's ``/models`` first, then lovia's table."""
+    if isinstance(provider, ContextWindowDiscovery):
+        found = await provider.discover_context_window()
+        if found is not None:
+            return found
+    if isinstance(provider, ContextWindowProvider):
+        return provider.context_window()
+    return None
 
 
 @contextmanager

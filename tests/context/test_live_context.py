@@ -30,6 +30,7 @@ from lovia.transcript import (
 
 from tests.live_support import (
     LiveEndpoint,
+    claimed_window,
     declared,
     lift_network_guard,  # noqa: F401 - fixture: the endpoint may be remote
     live_fixture,  # noqa: F401 - fixture `live`
@@ -164,13 +165,9 @@ def seeded_history(pages: int, chars: int) -> list[TranscriptEntry]:
     return entries
 
 
-async def _claimed_window(live: LiveEndpoint) -> int | None:
+async def _live_window(live: LiveEndpoint) -> int | None:
     configured = setting("LOVIA_LIVE_CONTEXT_WINDOW")
-    if configured is not None:
-        return int(configured)
-    provider = live.provider()
-    found = await provider.discover_context_window()  # type: ignore[attr-defined]
-    return found if found is not None else provider.context_window()  # type: ignore[attr-defined]
+    return int(configured) if configured is not None else await claimed_window(live.provider())
 
 
 async def test_overflow_probe_recovers_and_persists_the_learned_window(
@@ -180,7 +177,7 @@ async def test_overflow_probe_recovers_and_persists_the_learned_window(
         pytest.skip(
             "overflow probe: set LOVIA_LIVE_OVERFLOW_TESTS=1 (sends a prompt over the window)"
         )
-    window = await _claimed_window(live)
+    window = await _live_window(live)
     if window is None:
         pytest.skip(
             f"the context window of {live.spec} is unknown: set LOVIA_LIVE_CONTEXT_WINDOW to the "

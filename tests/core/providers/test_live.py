@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from tests.live_support import (
     LiveEndpoint,
+    claimed_window,
     declared,
     lift_network_guard,  # noqa: F401 - fixture: the endpoint may be remote
     live_fixture,  # noqa: F401 - fixture `live`
@@ -240,9 +241,7 @@ async def test_a_wrong_key_raises_the_typed_auth_error(live: LiveEndpoint) -> No
 async def test_window_discovery(live: LiveEndpoint) -> None:
     provider = live.provider()
     with step(live, "context-window discovery"):
-        discovered = await provider.discover_context_window()  # type: ignore[attr-defined]
-        bundled = provider.context_window()  # type: ignore[attr-defined]
-        window = discovered if discovered is not None else bundled
+        window = await claimed_window(provider)
         if window is None:
             pytest.skip(
                 f"the endpoint's /models states no context window for {provider.model!r} and "
