@@ -134,7 +134,10 @@ async def test_a_long_conversation_compacts_and_recalls_an_early_fact(
             "notebook",
         )
         first_view = json.dumps(bodies[before])
-        assert CODE_WORDS[1] not in first_view, "page 1 was still verbatim in the view"
+        assert CODE_WORDS[1] not in first_view, (
+            "page 1's code word was still in the view: its result was not cleared, or the "
+            "model repeated it"
+        )
         assert f'{RECALL_TOOL_NAME}(\\"{page_one.call_id}\\")' in first_view
         recalls = {
             e.call_id

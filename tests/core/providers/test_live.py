@@ -56,6 +56,15 @@ def weather_tool(calls: list[str]) -> Tool:
     return get_weather
 
 
+def weather_agent(live: LiveEndpoint, calls: list[str]) -> Agent[None]:
+    return Agent(
+        "live",
+        instructions="Answer weather questions with the get_weather tool.",
+        model=live.provider(),
+        tools=[weather_tool(calls)],
+    )
+
+
 class CityFact(BaseModel):
     city: str
     country: str
@@ -92,12 +101,7 @@ async def test_streamed_answer_arrives_in_deltas_before_the_end(live: LiveEndpoi
 
 async def test_one_tool_call_with_valid_arguments(live: LiveEndpoint) -> None:
     calls: list[str] = []
-    agent: Agent[None] = Agent(
-        "live",
-        instructions="Answer weather questions with the get_weather tool.",
-        model=live.provider(),
-        tools=[weather_tool(calls)],
-    )
+    agent = weather_agent(live, calls)
     with step(live, "one tool call"):
         result = await Runner.run(agent, "What is the weather in Paris? Use the get_weather tool.")
         assert calls, "the model never called get_weather"
@@ -109,12 +113,7 @@ async def test_one_tool_call_with_valid_arguments(live: LiveEndpoint) -> None:
 
 async def test_several_tool_calls_in_one_turn(live: LiveEndpoint) -> None:
     calls: list[str] = []
-    agent: Agent[None] = Agent(
-        "live",
-        instructions="Answer weather questions with the get_weather tool.",
-        model=live.provider(),
-        tools=[weather_tool(calls)],
-    )
+    agent = weather_agent(live, calls)
     with step(live, "parallel tool calls"):
         result = await Runner.run(
             agent,
