@@ -6,7 +6,8 @@
 # tests/live_mocks/fixtures and checks the API key; whatever it has no fixture for it
 # forwards to llmock (PyPI), which answers like a generic model, reports usage and rejects
 # prompts over its --context-window, as a real endpoint does. Both bind 127.0.0.1 on a port
-# the OS picks. Fails when a test failed or when no test passed. See docs/live-tests.md.
+# the OS picks. Fails when a test failed or when a pass ran no test. Extra arguments go to
+# the main pass's pytest (e.g. -k tool -x). See docs/live-tests.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -102,7 +103,7 @@ for model in "${MODELS[@]}"; do
   run_pass "aimock in front of llmock" "$chain_openai" "$chain_anthropic" "$model" -- "$@"
   # The overflow probe against llmock itself, whose --context-window rejects for real.
   run_pass "overflow probe on llmock" "$llmock_openai" "$llmock_anthropic" "$model" \
-    LOVIA_LIVE_OVERFLOW_TESTS=1 -- -k overflow "$@"
+    LOVIA_LIVE_OVERFLOW_TESTS=1 -- -k overflow
 done
 printf '\n== summary ==\n'
 printf '%s\n' "${summary[@]}"

@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
+from lovia.http_config import make_async_client
 from lovia.providers.base import ContextWindowDiscovery, ContextWindowProvider, Provider
 from lovia.providers.registry import provider_from_string
 
@@ -108,7 +109,8 @@ class LiveEndpoint:
         key = api_key if api_key is not None else self.api_key
         provider = provider_from_string(self.spec, api_key=key, base_url=self.base_url)
         if options:
-            # The registry takes no adapter options: the same adapter class, built with them.
+            # The registry takes no adapter options: the same adapter class, built with them
+            # (building one sends nothing, so the first needs no closing).
             provider = type(provider)(  # type: ignore[call-arg]
                 provider.model, api_key=key, base_url=self.base_url, **options
             )
@@ -116,13 +118,15 @@ class LiveEndpoint:
         return provider
 
     def recording_client(self, bodies: list[dict[str, Any]]) -> httpx.AsyncClient:
-        """A real client (pass it as ``client=``) that also keeps every JSON body it sends."""
+        """The client lovia would make (its timeout, TLS and proxy settings; pass it as
+        ``client=``) that also keeps every JSON body it sends."""
 
         async def keep(request: httpx.Request) -> None:
             if request.content:
                 bodies.append(json.loads(request.content))
 
-        client = httpx.AsyncClient(event_hooks={"request": [keep]}, timeout=120)
+        client = make_async_client()
+        client.event_hooks["request"].append(keep)
         self.clients.append(client)
         return client
 
