@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
+from lovia.exceptions import ProviderError
 from lovia.http_config import make_async_client
 from lovia.providers.base import ContextWindowDiscovery, ContextWindowProvider, Provider
 from lovia.providers.registry import provider_from_string
@@ -35,6 +36,7 @@ __all__ = [
     "live_fixture",
     "parse_dotenv",
     "setting",
+    "skip_if_rejected",
     "step",
 ]
 
@@ -166,6 +168,12 @@ async def claimed_window(provider: Provider) -> int | None:
     if isinstance(provider, ContextWindowProvider):
         return provider.context_window()
     return None
+
+
+def skip_if_rejected(exc: ProviderError, option: str, what: str) -> None:
+    """Skip when the endpoint refused ``option`` (a 400/422 naming it): it lacks ``what``."""
+    if exc.status_code in (400, 422) and option in str(exc).lower():
+        pytest.skip(f"the endpoint lacks {what}: it rejected {option}: {exc}")
 
 
 @contextmanager

@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from lovia.exceptions import ProviderError
 
-from tests.live_support import LiveEndpoint, live_endpoint, parse_dotenv, setting, step
+from tests.live_support import (
+    LiveEndpoint,
+    live_endpoint,
+    parse_dotenv,
+    setting,
+    skip_if_rejected,
+    step,
+)
 
 
 def test_dotenv_lines_comments_exports_and_quotes() -> None:
@@ -48,3 +56,11 @@ def test_a_failed_step_names_the_endpoint_model_and_step() -> None:
     message = str(info.value)
     assert "anthropic:claude-x" in message and "http://127.0.0.1:9/gw" in message
     assert "'tool call'" in message and "no call" in message
+
+
+def test_only_a_rejection_naming_the_option_is_a_skip() -> None:
+    refused = ProviderError("400: 'thinking' is not supported by this model", status_code=400)
+    with pytest.raises(pytest.skip.Exception, match="lacks extended thinking"):
+        skip_if_rejected(refused, "thinking", "extended thinking")
+    skip_if_rejected(ProviderError("thinking overloaded", status_code=529), "thinking", "x")
+    skip_if_rejected(ProviderError("bad field", status_code=400), "thinking", "x")

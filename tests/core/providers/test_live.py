@@ -32,6 +32,7 @@ from tests.live_support import (
     declared,
     lift_network_guard,  # noqa: F401 - fixture: the endpoint may be remote
     live_fixture,  # noqa: F401 - fixture `live`
+    skip_if_rejected,
     step,
 )
 
@@ -153,8 +154,7 @@ async def test_structured_output_native(live: LiveEndpoint) -> None:
         try:
             result = await Runner.run(agent, EXTRACT)
         except ProviderError as exc:
-            if exc.status_code in (400, 422) and "response_format" in str(exc):
-                pytest.skip(f"the endpoint rejects response_format json_schema: {exc}")
+            skip_if_rejected(exc, "response_format", "native structured output")
             raise
         assert isinstance(result.output, CityFact)
         assert result.output.city.strip() and result.output.country.strip()
@@ -183,7 +183,12 @@ async def test_reasoning_when_the_model_has_it(live: LiveEndpoint) -> None:
     with step(live, "reasoning"):
         handle = Runner.stream(agent, "Think step by step: what is 17 times 23?")
         reasoning = [e.delta async for e in handle if isinstance(e, ReasoningDelta)]
-        result = await handle.result()
+        try:
+            result = await handle.result()
+        except ProviderError as exc:
+            if not declared("LOVIA_LIVE_REASONING"):
+                skip_if_rejected(exc, "thinking", "extended thinking")
+            raise
         entries = [e for e in result.entries if isinstance(e, ReasoningEntry)]
         if not reasoning and not entries and not declared("LOVIA_LIVE_REASONING"):
             pytest.skip(
