@@ -70,7 +70,9 @@ run_pass() {
   [ $# -gt 0 ] && shift
   printf '\n== live tests, %s, %s ==\n' "$model" "$label"
   local report="$work/report.xml" rc=0
-  env LOVIA_LIVE_TESTS=1 LOVIA_LIVE_REASONING=1 LOVIA_LIVE_CONTEXT_WINDOW="$WINDOW" \
+  # Every variable the tests read is set here, so a developer's .env cannot leak in.
+  env LOVIA_LIVE_TESTS=1 LOVIA_LIVE_REASONING=1 LOVIA_LIVE_OVERFLOW_TESTS=0 \
+    LOVIA_LIVE_CONTEXT_WINDOW="$WINDOW" \
     LOVIA_LIVE_MODEL="$model" OPENAI_API_KEY="$KEY" OPENAI_BASE_URL="$openai_base" \
     ANTHROPIC_API_KEY="$KEY" ANTHROPIC_BASE_URL="$anthropic_base" "${extra[@]}" \
     uv run --no-sync pytest -m live_provider -p no:cacheprovider --junitxml="$report" "$@" \
