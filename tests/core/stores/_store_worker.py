@@ -8,6 +8,9 @@ Commands print one line per observable step and flush, so the parent synchronise
 * append N: append N runs to the session and checkpoint each run, then print "done".
 * hold: take the lease (fail fast), print "held", keep it until stdin closes.
 * contend: try the lease fail-fast (prints "busy"), then wait for it (prints "acquired").
+* open-append N (BACKEND_JSON unused): for each path read from stdin, open N new WAL
+  stores on that file at once and append one run from each, then print "done" (or the
+  error).
 """
 
 from __future__ import annotations
@@ -69,7 +72,26 @@ async def contend(session: Any, session_id: str) -> None:
         say("acquired")
 
 
+async def open_append(prefix: str, n: int) -> None:
+    while path := (await asyncio.to_thread(sys.stdin.readline)).strip():
+        opened = [SQLiteSession(path, wal=True) for _ in range(n)]
+        outcomes = await asyncio.gather(
+            *(
+                store.append(f"{prefix}-{i}", [InputEntry("user", "hi")])
+                for i, store in enumerate(opened)
+            ),
+            return_exceptions=True,
+        )
+        for store in opened:
+            await store.aclose()
+        errors = [repr(o) for o in outcomes if isinstance(o, BaseException)]
+        say(f"failed: {errors}" if errors else "done")
+
+
 async def main(command: str, spec: dict[str, Any], session_id: str, n: int) -> None:
+    if command == "open-append":
+        await open_append(session_id, n)
+        return
     session, checkpointer = stores(spec)
     try:
         if command == "append":

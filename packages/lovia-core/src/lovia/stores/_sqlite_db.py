@@ -10,15 +10,21 @@ Why it looks like this:
   (a deferred transaction that upgrades to a writer cannot wait).
 * The connection runs in autocommit mode (``isolation_level=None``) and transactions are
   explicit, so a read-modify-write is exactly one transaction and an error rolls it back.
+* ``PRAGMA journal_mode=WAL`` is retried within the busy timeout: SQLite answers it with
+  "database is locked" at once, without its busy handler, when another connection is
+  writing in rollback mode (as the first of many connections opening one new file together
+  is while it converts the file to WAL).
 * ``sqlite3`` errors are translated to ``StoreError`` here, at the seam.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -26,6 +32,8 @@ from typing import TypeVar
 from ..exceptions import StoreError
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 _BUSY_TIMEOUT_SECONDS = 30.0
 
@@ -126,7 +134,7 @@ class SQLiteDatabase:
             )
             try:
                 if self.wal and self.path != ":memory:":
-                    conn.execute("PRAGMA journal_mode=WAL")
+                    _switch_to_wal(conn, self.path)
                     # WAL + NORMAL survives process crashes (only power loss may drop the
                     # last commits) and keeps a checkpoint write well under a millisecond.
                     conn.execute("PRAGMA synchronous=NORMAL")
@@ -140,3 +148,24 @@ class SQLiteDatabase:
                 raise
             self._conn = conn
         return self._conn
+
+
+def _switch_to_wal(conn: sqlite3.Connection, path: str) -> None:
+    """``PRAGMA journal_mode=WAL``, retried while the file is locked, up to the busy timeout."""
+    deadline = time.monotonic() + _BUSY_TIMEOUT_SECONDS
+    delay = 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() + delay > deadline:
+                raise
+            logger.debug("switching %r to WAL: the file is locked; retrying", path)
+        time.sleep(delay)  # in the store's worker thread, never on the event loop
+        delay = min(delay * 2, 0.05)
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    return code == 5 if code is not None else "locked" in str(exc)  # 5: SQLITE_BUSY
