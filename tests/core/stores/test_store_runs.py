@@ -4,18 +4,28 @@
   starve the work it protects (PostgreSQL once pinned a pooled connection per lease, and
   ten leases drained the default pool of ten).
 * A ``run_id`` is an idempotency key: re-issuing it while the first run is still going
-  waits for that run (and then replays it) instead of running the tools a second time.
+  waits for that run (and then replays it) instead of running the tools a second time, or
+  fails with ``RunBusyError`` when it may not wait; in this process and across processes.
+* A third-party ``Session`` with only ``load``/``append``/``clear`` runs (issue 10, item 4).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any
 
+import pytest
 from lovia import Agent, Runner, tool
-from lovia.checkpointer import CheckpointOptions
+from lovia.checkpointer import CheckpointOptions, RunHead, RunSnapshot
+from lovia.exceptions import RunBusyError
+from lovia.stores import InMemorySession
 from lovia.testing import ScriptedProvider, call, text
+from lovia.transcript import TranscriptEntry
 
 from .conftest import Backend
+from .test_store_concurrency import finish, next_line, spawn
 
 RUNS = 200
 
@@ -50,3 +60,164 @@ async def test_two_hundred_concurrent_runs_on_two_hundred_sessions(db_backend: B
     for i in (0, RUNS // 2, RUNS - 1):
         (segment,) = await session.segments(f"s{i}")
         assert segment.run_id == f"run-{i}" and len(segment.entries) == 4
+
+
+# -- a run id is an idempotency key ----------------------------------------------------------
+
+
+class Watched:
+    """A checkpointer seen through its public seam, noting when a run asks for its lease."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.asked = asyncio.Event()
+
+    async def append(self, run_id: str, entries: Sequence[TranscriptEntry], head: RunHead) -> None:
+        await self.inner.append(run_id, entries, head)
+
+    async def load(self, run_id: str) -> RunSnapshot | None:
+        snapshot: RunSnapshot | None = await self.inner.load(run_id)
+        return snapshot
+
+    async def delete(self, run_id: str) -> None:
+        await self.inner.delete(run_id)
+
+    def lease(
+        self, run_id: str, *, wait: bool = True, timeout: float | None = None
+    ) -> AbstractAsyncContextManager[None]:
+        self.asked.set()
+        lease: AbstractAsyncContextManager[None] = self.inner.lease(
+            run_id, wait=wait, timeout=timeout
+        )
+        return lease
+
+
+def charging_agent(charged: list[str], in_tool: asyncio.Event, go_on: asyncio.Event) -> Agent[None]:
+    @tool
+    async def charge(who: str) -> str:
+        """Charge a customer."""
+        charged.append(who)
+        in_tool.set()
+        await go_on.wait()
+        return f"charged {who}"
+
+    script = [call("charge", {"who": "bob"}, call_id="c1"), text("bob is charged")]
+    return Agent("biller", model=ScriptedProvider(script), tools=[charge])
+
+
+async def test_reissuing_a_live_run_id_waits_for_the_run_then_replays_it(
+    backend: Backend,
+) -> None:
+    first_store = backend.checkpointer()
+    # Another instance on the same database where there is one (the lease is then the
+    # database's), the same store in memory.
+    second = Watched(backend.checkpointer() if backend.persistent else first_store)
+    charged: list[str] = []
+    in_tool, go_on = asyncio.Event(), asyncio.Event()
+    first = asyncio.create_task(
+        Runner.run(
+            charging_agent(charged, in_tool, go_on),
+            "charge bob",
+            checkpoint=CheckpointOptions(first_store, "job-1"),
+        )
+    )
+    await asyncio.wait_for(in_tool.wait(), 30)
+    again = charging_agent(charged, asyncio.Event(), asyncio.Event())
+    reissued = asyncio.create_task(
+        Runner.run(again, "charge bob", checkpoint=CheckpointOptions(second, "job-1"))
+    )
+    await asyncio.wait_for(second.asked.wait(), 30)  # it asks while the first run holds it
+    go_on.set()
+    result, replayed = await asyncio.gather(first, reissued)
+    assert charged == ["bob"]
+    assert replayed.output == result.output == "bob is charged"
+    assert isinstance(again.model, ScriptedProvider) and again.model.calls == []
+    snapshot = await first_store.load("job-1")
+    assert snapshot is not None and len(snapshot.entries) == 4  # input, call, result, text
+
+
+async def test_a_live_run_id_fails_fast_with_run_busy_error(backend: Backend) -> None:
+    store = backend.checkpointer()
+    charged: list[str] = []
+    in_tool, go_on = asyncio.Event(), asyncio.Event()
+    first = asyncio.create_task(
+        Runner.run(
+            charging_agent(charged, in_tool, go_on),
+            "charge bob",
+            checkpoint=CheckpointOptions(store, "job-2"),
+        )
+    )
+    await asyncio.wait_for(in_tool.wait(), 30)
+    reissued = Runner.run(
+        charging_agent(charged, asyncio.Event(), asyncio.Event()),
+        "charge bob",
+        session=InMemorySession(),
+        session_id="another-conversation",
+        lease_timeout=0,
+        checkpoint=CheckpointOptions(store, "job-2"),
+    )
+    try:
+        with pytest.raises(RunBusyError) as info:
+            await asyncio.wait_for(reissued, 30)  # (it would hang in its own tool otherwise)
+    finally:
+        go_on.set()
+    assert info.value.hint is not None and "idempotency key" in info.value.hint
+    await first
+    assert charged == ["bob"]
+
+
+async def test_a_run_id_live_in_another_process_is_waited_for(db_backend: Backend) -> None:
+    worker = await spawn(db_backend, "run", "job-3")
+    assert await next_line(worker) == "in-tool"
+    store = Watched(db_backend.checkpointer())
+    charged: list[str] = []
+    again = charging_agent(charged, asyncio.Event(), asyncio.Event())
+    reissued = asyncio.create_task(
+        Runner.run(again, "charge bob", checkpoint=CheckpointOptions(store, "job-3"))
+    )
+    await asyncio.wait_for(store.asked.wait(), 30)
+    assert worker.stdin is not None
+    worker.stdin.close()  # the worker's tool returns, and its run completes
+    assert await next_line(worker) == "done bob is charged"
+    await finish(worker)
+    replayed = await reissued
+    assert replayed.output == "bob is charged" and charged == []
+    assert isinstance(again.model, ScriptedProvider) and again.model.calls == []
+
+
+# -- a third-party session ----------------------------------------------------------------
+
+
+class DictSession:
+    """A user's own store with just the protocol: load, append and clear."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, list[TranscriptEntry]] = {}
+
+    async def load(self, session_id: str) -> list[TranscriptEntry]:
+        return list(self.data.get(session_id, []))
+
+    async def append(
+        self,
+        session_id: str,
+        entries: Sequence[TranscriptEntry],
+        *,
+        run_id: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> str:
+        self.data.setdefault(session_id, []).extend(entries)
+        return run_id or "generated"
+
+    async def clear(self, session_id: str) -> None:
+        self.data.pop(session_id, None)
+
+
+async def test_a_session_with_only_load_append_and_clear_runs_without_a_lease() -> None:
+    session = DictSession()
+    model = ScriptedProvider([text("Hello, Ada."), text("You are Ada.")])
+    agent = Agent("chat", model=model)
+    await Runner.run(agent, "I am Ada.", session=session, session_id="c")
+    second = await Runner.run(agent, "Who am I?", session=session, session_id="c")
+    assert second.output == "You are Ada."
+    assert [m.content for m in model.calls[1]] == ["I am Ada.", "Hello, Ada.", "Who am I?"]
+    assert len(session.data["c"]) == 4
