@@ -7,6 +7,7 @@ Commands print one line per observable step and flush, so the parent synchronise
 
 * append N: append N runs to the session and checkpoint each run, then print "done".
 * hold: take the lease (fail fast), print "held", keep it until stdin closes.
+* hold-run: the same with the checkpointer's lease on the run id SESSION_ID.
 * contend: try the lease fail-fast (prints "busy"), then wait for it (prints "acquired").
 * run: run a checkpointed one-tool run with run_id SESSION_ID; its tool prints "in-tool"
   and returns once stdin closes; then print "done OUTPUT".
@@ -58,8 +59,8 @@ async def append(session: Any, checkpointer: Any, session_id: str, n: int) -> No
     say("done")
 
 
-async def hold(session: Any, session_id: str) -> None:
-    async with session.lease(session_id, wait=False):
+async def hold(store: Any, key: str) -> None:
+    async with store.lease(key, wait=False):
         say("held")
         await asyncio.to_thread(sys.stdin.read)
     say("released")
@@ -118,6 +119,8 @@ async def main(command: str, spec: dict[str, Any], session_id: str, n: int) -> N
             await append(session, checkpointer, session_id, n)
         elif command == "hold":
             await hold(session, session_id)
+        elif command == "hold-run":
+            await hold(checkpointer, session_id)
         elif command == "run":
             await run(checkpointer, session_id)
         elif command == "contend":
