@@ -17,7 +17,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
-from lovia import Agent, Runner, tool
+from lovia import Agent, Runner, RunResult, tool
 from lovia.checkpointer import CheckpointOptions, RunHead, RunSnapshot
 from lovia.exceptions import RunBusyError
 from lovia.stores import InMemorySession
@@ -105,6 +105,20 @@ def charging_agent(charged: list[str], in_tool: asyncio.Event, go_on: asyncio.Ev
     return Agent("biller", model=ScriptedProvider(script), tools=[charge])
 
 
+async def run_into_the_tool(
+    store: Any, run_id: str
+) -> tuple[asyncio.Task[RunResult[Any]], list[str], asyncio.Event]:
+    """Start a checkpointed run and return once it is inside its tool: the run, the names
+    its tool charged, and the event that lets the tool return."""
+    charged: list[str] = []
+    in_tool, go_on = asyncio.Event(), asyncio.Event()
+    agent = charging_agent(charged, in_tool, go_on)
+    checkpoint = CheckpointOptions(store, run_id)
+    first = asyncio.create_task(Runner.run(agent, "charge bob", checkpoint=checkpoint))
+    await asyncio.wait_for(in_tool.wait(), 30)
+    return first, charged, go_on
+
+
 async def test_reissuing_a_live_run_id_waits_for_the_run_then_replays_it(
     backend: Backend,
 ) -> None:
@@ -112,16 +126,7 @@ async def test_reissuing_a_live_run_id_waits_for_the_run_then_replays_it(
     # Another instance on the same database where there is one (the lease is then the
     # database's), the same store in memory.
     second = Watched(backend.checkpointer() if backend.persistent else first_store)
-    charged: list[str] = []
-    in_tool, go_on = asyncio.Event(), asyncio.Event()
-    first = asyncio.create_task(
-        Runner.run(
-            charging_agent(charged, in_tool, go_on),
-            "charge bob",
-            checkpoint=CheckpointOptions(first_store, "job-1"),
-        )
-    )
-    await asyncio.wait_for(in_tool.wait(), 30)
+    first, charged, go_on = await run_into_the_tool(first_store, "job-1")
     again = charging_agent(charged, asyncio.Event(), asyncio.Event())
     reissued = asyncio.create_task(
         Runner.run(again, "charge bob", checkpoint=CheckpointOptions(second, "job-1"))
@@ -138,16 +143,7 @@ async def test_reissuing_a_live_run_id_waits_for_the_run_then_replays_it(
 
 async def test_a_live_run_id_fails_fast_with_run_busy_error(backend: Backend) -> None:
     store = backend.checkpointer()
-    charged: list[str] = []
-    in_tool, go_on = asyncio.Event(), asyncio.Event()
-    first = asyncio.create_task(
-        Runner.run(
-            charging_agent(charged, in_tool, go_on),
-            "charge bob",
-            checkpoint=CheckpointOptions(store, "job-2"),
-        )
-    )
-    await asyncio.wait_for(in_tool.wait(), 30)
+    first, charged, go_on = await run_into_the_tool(store, "job-2")
     reissued = Runner.run(
         charging_agent(charged, asyncio.Event(), asyncio.Event()),
         "charge bob",
