@@ -87,21 +87,6 @@ async def _on_sessions(name: str, session: Any) -> None:
     )
 
 
-def _pg_dsn(argv: list[str]) -> str | None:
-    import psycopg
-
-    given = argv[argv.index("--pg") + 1] if "--pg" in argv else None
-    for dsn in (
-        [given] if given else [f"postgresql://{u}@127.0.0.1/test" for u in ("postgres", "root")]
-    ):
-        try:
-            psycopg.connect(dsn, connect_timeout=3).close()
-            return dsn
-        except psycopg.Error:
-            continue
-    return None
-
-
 async def _stores(argv: list[str]) -> None:
     from lovia.stores import PostgresSession, SQLiteSession
 
@@ -110,7 +95,9 @@ async def _stores(argv: list[str]) -> None:
         await _on_sessions("SQLite (wal=True)", SQLiteSession(tmp / "s.db", wal=True))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    dsn = _pg_dsn(argv)
+    from bench_stores import pg_dsn  # type: ignore[import-not-found]  # (a sibling script)
+
+    dsn = pg_dsn(argv)
     if dsn is None:
         print("PostgreSQL: skipped (no server reachable; pass --pg DSN)")
         return

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from lovia.exceptions import SessionBusyError, UserError
+from lovia.exceptions import RunBusyError, SessionBusyError, UserError
 from lovia.stores import SQLiteSession
 from lovia.transcript import InputEntry
 
@@ -162,11 +162,13 @@ async def test_another_process_fails_fast_then_waits_for_the_lease(db_backend: B
     await finish(proc)
 
 
-async def test_a_killed_holder_does_not_keep_the_session_leased(db_backend: Backend) -> None:
-    proc = await spawn(db_backend, "hold", "s")
+@pytest.mark.parametrize("kind", ["session", "run"])
+async def test_a_killed_holder_does_not_keep_the_key_leased(db_backend: Backend, kind: str) -> None:
+    """A session's lease, and a checkpointer's lease on a run id."""
+    proc = await spawn(db_backend, "hold" if kind == "session" else "hold-run", "s")
     assert await next_line(proc) == "held"
-    store = db_backend.session()
-    with pytest.raises(SessionBusyError):
+    store = db_backend.session() if kind == "session" else db_backend.checkpointer()
+    with pytest.raises(SessionBusyError if kind == "session" else RunBusyError):
         async with store.lease("s", wait=False):
             pass
     proc.send_signal(signal.SIGKILL)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from lovia import Agent, Runner, RunResult, tool
-from lovia.checkpointer import CheckpointOptions, RunHead, RunSnapshot
+from lovia.checkpointer import CheckpointOptions
 from lovia.exceptions import RunBusyError
 from lovia.stores import InMemorySession
 from lovia.testing import ScriptedProvider, call, text
@@ -65,31 +65,18 @@ async def test_two_hundred_concurrent_runs_on_two_hundred_sessions(db_backend: B
 # -- a run id is an idempotency key ----------------------------------------------------------
 
 
-class Watched:
-    """A checkpointer seen through its public seam, noting when a run asks for its lease."""
+def watch_leases(store: Any, monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """An event set when a run asks ``store`` for a lease from now on."""
+    asked = asyncio.Event()
+    lease = store.lease
 
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.asked = asyncio.Event()
+    def watched(run_id: str, **options: Any) -> AbstractAsyncContextManager[None]:
+        asked.set()
+        held: AbstractAsyncContextManager[None] = lease(run_id, **options)
+        return held
 
-    async def append(self, run_id: str, entries: Sequence[TranscriptEntry], head: RunHead) -> None:
-        await self.inner.append(run_id, entries, head)
-
-    async def load(self, run_id: str) -> RunSnapshot | None:
-        snapshot: RunSnapshot | None = await self.inner.load(run_id)
-        return snapshot
-
-    async def delete(self, run_id: str) -> None:
-        await self.inner.delete(run_id)
-
-    def lease(
-        self, run_id: str, *, wait: bool = True, timeout: float | None = None
-    ) -> AbstractAsyncContextManager[None]:
-        self.asked.set()
-        lease: AbstractAsyncContextManager[None] = self.inner.lease(
-            run_id, wait=wait, timeout=timeout
-        )
-        return lease
+    monkeypatch.setattr(store, "lease", watched)
+    return asked
 
 
 def charging_agent(charged: list[str], in_tool: asyncio.Event, go_on: asyncio.Event) -> Agent[None]:
@@ -120,18 +107,19 @@ async def run_into_the_tool(
 
 
 async def test_reissuing_a_live_run_id_waits_for_the_run_then_replays_it(
-    backend: Backend,
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first_store = backend.checkpointer()
     # Another instance on the same database where there is one (the lease is then the
     # database's), the same store in memory.
-    second = Watched(backend.checkpointer() if backend.persistent else first_store)
+    second = backend.checkpointer() if backend.persistent else first_store
     first, charged, go_on = await run_into_the_tool(first_store, "job-1")
+    asked = watch_leases(second, monkeypatch)
     again = charging_agent(charged, asyncio.Event(), asyncio.Event())
     reissued = asyncio.create_task(
         Runner.run(again, "charge bob", checkpoint=CheckpointOptions(second, "job-1"))
     )
-    await asyncio.wait_for(second.asked.wait(), 30)  # it asks while the first run holds it
+    await asyncio.wait_for(asked.wait(), 30)  # it asks while the first run holds it
     go_on.set()
     result, replayed = await asyncio.gather(first, reissued)
     assert charged == ["bob"]
@@ -162,16 +150,19 @@ async def test_a_live_run_id_fails_fast_with_run_busy_error(backend: Backend) ->
     assert charged == ["bob"]
 
 
-async def test_a_run_id_live_in_another_process_is_waited_for(db_backend: Backend) -> None:
+async def test_a_run_id_live_in_another_process_is_waited_for(
+    db_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
     worker = await spawn(db_backend, "run", "job-3")
     assert await next_line(worker) == "in-tool"
-    store = Watched(db_backend.checkpointer())
+    store = db_backend.checkpointer()
+    asked = watch_leases(store, monkeypatch)
     charged: list[str] = []
     again = charging_agent(charged, asyncio.Event(), asyncio.Event())
     reissued = asyncio.create_task(
         Runner.run(again, "charge bob", checkpoint=CheckpointOptions(store, "job-3"))
     )
-    await asyncio.wait_for(store.asked.wait(), 30)
+    await asyncio.wait_for(asked.wait(), 30)
     assert worker.stdin is not None
     worker.stdin.close()  # the worker's tool returns, and its run completes
     assert await next_line(worker) == "done bob is charged"

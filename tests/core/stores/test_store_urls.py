@@ -183,6 +183,7 @@ def test_the_known_query_parameters_are_accepted() -> None:
 
 async def test_a_sqlite_file_in_a_missing_folder_says_so(tmp_path: Path) -> None:
     store = open_session(f"sqlite://{tmp_path}/missing/app.db")
+    assert isinstance(store, SQLiteSession)
     with pytest.raises(StoreError, match="the folder .*missing' does not exist") as info:
         await store.load("s")
     assert info.value.hint is not None and "mkdir" in info.value.hint
@@ -216,7 +217,8 @@ def test_an_entry_point_never_shadows_a_builtin_scheme(installed: dict[str, Entr
 
 def test_an_entry_point_adds_a_scheme(installed: dict[str, EntryPoint]) -> None:
     installed["Redis"] = EntryPoint("Redis", f"{__name__}:fake_store", STORES)
-    assert open_checkpointer("redis://cache/0") == ("fake", "redis://cache/0", "checkpointer")
+    store: Any = open_checkpointer("redis://cache/0")
+    assert store == ("fake", "redis://cache/0", "checkpointer")
 
 
 def test_a_broken_entry_point_is_a_user_error(installed: dict[str, EntryPoint]) -> None:
