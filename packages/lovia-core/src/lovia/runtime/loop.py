@@ -319,7 +319,8 @@ class RunLoop(Generic[T]):
             await self._persist_success()
 
     async def _open(self) -> bool:
-        """Take the session lease, then open the checkpoint; ``True`` for a replay."""
+        """Take the session lease and the run-id lease, then open the checkpoint; ``True``
+        for a replay."""
         assert self._stack is not None
         from ..session import hold_lease, read_segments
 
