@@ -10,10 +10,9 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-from lovia.exceptions import SessionBusyError, UserError
+from lovia.exceptions import RunBusyError, SessionBusyError, UserError
 from lovia.stores import SQLiteSession
 from lovia.transcript import InputEntry
 
@@ -163,11 +162,13 @@ async def test_another_process_fails_fast_then_waits_for_the_lease(db_backend: B
     await finish(proc)
 
 
-async def test_a_killed_holder_does_not_keep_the_session_leased(db_backend: Backend) -> None:
-    proc = await spawn(db_backend, "hold", "s")
+@pytest.mark.parametrize("kind", ["session", "run"])
+async def test_a_killed_holder_does_not_keep_the_key_leased(db_backend: Backend, kind: str) -> None:
+    """A session's lease, and a checkpointer's lease on a run id."""
+    proc = await spawn(db_backend, "hold" if kind == "session" else "hold-run", "s")
     assert await next_line(proc) == "held"
-    store = db_backend.session()
-    with pytest.raises(SessionBusyError):
+    store = db_backend.session() if kind == "session" else db_backend.checkpointer()
+    with pytest.raises(SessionBusyError if kind == "session" else RunBusyError):
         async with store.lease("s", wait=False):
             pass
     proc.send_signal(signal.SIGKILL)
@@ -290,36 +291,43 @@ async def test_errors_inside_a_lease_pass_through_untranslated(db_backend: Backe
         pass
 
 
-async def test_postgres_lease_waiters_do_not_starve_the_holder_of_connections(
+async def test_postgres_leases_do_not_starve_the_holder_of_connections(
     pg_dsn: str, pg_schema: str
 ) -> None:
-    """Waiting callers must not sit on pooled connections: with a pool of two, a holder and
-    three waiters, the holder still gets a connection for its own appends."""
+    """Neither a held lease nor waiting callers sit on pooled connections: with a pool of
+    one, a holder and three waiters (of another store on that pool, so they poll the
+    server), the holder still gets the connection for its own appends."""
     from lovia.stores import PostgresSession
     from psycopg_pool import AsyncConnectionPool
 
     async with AsyncConnectionPool(
-        pg_dsn, min_size=1, max_size=2, timeout=5, open=False, kwargs={"autocommit": True}
+        pg_dsn, min_size=1, max_size=1, timeout=5, open=False, kwargs={"autocommit": True}
     ) as pool:
         store = PostgresSession(pool, schema=pg_schema)
+        other = PostgresSession(pool, schema=pg_schema)
         await store.load("warm-up")
         entered: list[int] = []
+        tried: list[int] = []
+        all_tried = asyncio.Event()
+
+        async def waiter(i: int) -> None:
+            try:
+                async with other.lease("s", wait=False):
+                    pass
+            except SessionBusyError:
+                tried.append(i)
+                if len(tried) == 3:
+                    all_tried.set()
+            async with other.lease("s", timeout=60):
+                entered.append(i)
+
         async with store.lease("s"):
-            waiters = [
-                asyncio.create_task(_lease_and_note(store, "s", i, entered)) for i in range(3)
-            ]
-            # Let every waiter make an attempt (each asks the pool at least once).
-            deadline = time.monotonic() + 30
-            while pool.get_stats().get("requests_num", 0) < 8:
-                assert time.monotonic() < deadline, pool.get_stats()
-                await asyncio.sleep(0.01)
+            waiters = [asyncio.create_task(waiter(i)) for i in range(3)]
+            await asyncio.wait_for(all_tried.wait(), 30)
             for i in range(3):
                 await store.append("s", [InputEntry("user", f"held {i}")], run_id=f"h{i}")
         await asyncio.gather(*waiters)
         assert sorted(entered) == [0, 1, 2]
         assert len(await store.load("s")) == 3
-
-
-async def _lease_and_note(store: Any, session_id: str, i: int, entered: list[int]) -> None:
-    async with store.lease(session_id, timeout=60):
-        entered.append(i)
+        await store.aclose()
+        await other.aclose()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+from importlib.metadata import EntryPoint
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import lovia.checkpointer
 import lovia.session
@@ -14,7 +16,7 @@ import lovia.stores.postgres
 import lovia.stores.sqlite
 import pytest
 from lovia.checkpointer import Checkpointer
-from lovia.exceptions import UserError
+from lovia.exceptions import StoreError, UserError
 from lovia.registry import STORES, entry_points_of
 from lovia.session import Session
 from lovia.stores import (
@@ -144,3 +146,83 @@ def test_the_user_facing_names_are_importable_from_lovia(name: str, module: Modu
     import lovia
 
     assert getattr(lovia, name) is getattr(module, name)
+
+
+# -- query parameters (issue 10, item 5) ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "name", "suggestion"),
+    [
+        ("sqlite:///tmp/x.db?wall=1", "wall", "'wal'"),
+        ("sqlite://:memory:?wal=1&timeout=5", "timeout", None),
+        ("memory://?wal=1", "wal", None),
+        ("postgresql://nobody@127.0.0.1/test?schem=lovia", "schem", "'schema'"),
+        ("postgres://nobody@127.0.0.1/test?sslmod=disable", "sslmod", "'sslmode'"),
+    ],
+)
+def test_an_unknown_query_parameter_is_a_user_error(
+    url: str, name: str, suggestion: str | None
+) -> None:
+    for open_store in (open_session, open_checkpointer):
+        with pytest.raises(UserError, match=f"unknown query parameter '{name}'") as info:
+            open_store(url)
+        hint = info.value.hint or ""
+        assert url.partition("://")[0] + "://" in hint
+        if suggestion is None:
+            assert "did you mean" not in hint
+        else:
+            assert f"did you mean {suggestion}?" in hint
+
+
+def test_the_known_query_parameters_are_accepted() -> None:
+    assert isinstance(open_session("sqlite://:memory:?wal=1"), SQLiteSession)
+    store = open_session("postgresql://nobody@127.0.0.1/test?schema=s&connect_timeout=2")
+    assert isinstance(store, PostgresSession)
+
+
+async def test_a_sqlite_file_in_a_missing_folder_says_so(tmp_path: Path) -> None:
+    store = open_session(f"sqlite://{tmp_path}/missing/app.db")
+    assert isinstance(store, SQLiteSession)
+    with pytest.raises(StoreError, match="the folder .*missing' does not exist") as info:
+        await store.load("s")
+    assert info.value.hint is not None and "mkdir" in info.value.hint
+    await store.aclose()
+
+
+# -- which store serves a scheme (issue 11, item 5) ------------------------------------------
+
+
+def fake_store(url: str, *, kind: str) -> Any:
+    return ("fake", url, kind)
+
+
+@pytest.fixture
+def installed(monkeypatch: pytest.MonkeyPatch) -> dict[str, EntryPoint]:
+    """Entry points of the ``lovia.stores`` group as a test installs them."""
+    import lovia.registry
+
+    eps = dict(entry_points_of(STORES))
+    monkeypatch.setattr(lovia.registry, "entry_points_of", lambda group: eps)
+    return eps
+
+
+def test_an_entry_point_never_shadows_a_builtin_scheme(installed: dict[str, EntryPoint]) -> None:
+    target = f"{__name__}:fake_store"
+    installed["sqlite"] = EntryPoint("sqlite", target, STORES)
+    installed["Memory"] = EntryPoint("Memory", target, STORES)
+    assert isinstance(open_session("sqlite://:memory:"), SQLiteSession)
+    assert isinstance(open_session("MEMORY://"), InMemorySession)
+
+
+def test_an_entry_point_adds_a_scheme(installed: dict[str, EntryPoint]) -> None:
+    installed["Redis"] = EntryPoint("Redis", f"{__name__}:fake_store", STORES)
+    store: Any = open_checkpointer("redis://cache/0")
+    assert store == ("fake", "redis://cache/0", "checkpointer")
+
+
+def test_a_broken_entry_point_is_a_user_error(installed: dict[str, EntryPoint]) -> None:
+    installed["redis"] = EntryPoint("redis", "no_such_module_here:from_url", STORES)
+    with pytest.raises(UserError, match="failed to load") as info:
+        open_session("redis://cache/0")
+    assert info.value.hint is not None and "reinstall" in info.value.hint

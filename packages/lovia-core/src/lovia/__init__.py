@@ -41,6 +41,7 @@ _EXPORTS: dict[str, str] = {
     "MissingDistributionError": "lovia.exceptions",
     "OutputValidationError": "lovia.exceptions",
     "ProviderError": "lovia.exceptions",
+    "RunBusyError": "lovia.exceptions",
     "RunCancelled": "lovia.exceptions",
     "SessionBusyError": "lovia.exceptions",
     "StoreError": "lovia.exceptions",
@@ -169,6 +170,7 @@ if TYPE_CHECKING:  # for type checkers only; never executed
     from lovia.exceptions import MissingDistributionError as MissingDistributionError
     from lovia.exceptions import OutputValidationError as OutputValidationError
     from lovia.exceptions import ProviderError as ProviderError
+    from lovia.exceptions import RunBusyError as RunBusyError
     from lovia.exceptions import RunCancelled as RunCancelled
     from lovia.exceptions import SessionBusyError as SessionBusyError
     from lovia.exceptions import StoreError as StoreError

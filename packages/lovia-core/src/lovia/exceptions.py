@@ -17,6 +17,7 @@ The tree::
     ├── RunCancelled                   the run's CancelToken fired (reason)
     ├── GuardrailTripped               an input or output guardrail refused (reason)
     ├── SessionBusyError               another run holds the session lease
+    ├── RunBusyError                   a run with this run_id is still in progress
     └── StoreError                     a session or checkpoint store is corrupt or failed
 
 ``MissingDistributionError`` is an ``ImportError`` (packaging.md, pitfall 8): it names the
@@ -38,6 +39,7 @@ __all__ = [
     "MissingDistributionError",
     "OutputValidationError",
     "ProviderError",
+    "RunBusyError",
     "RunCancelled",
     "SessionBusyError",
     "StoreError",
@@ -198,6 +200,10 @@ class GuardrailTripped(LoviaError):
 
 class SessionBusyError(LoviaError):
     """Another run holds the lease on this session."""
+
+
+class RunBusyError(LoviaError):
+    """A run with this ``run_id`` is still in progress (its checkpointer holds the lease)."""
 
 
 class StoreError(LoviaError):

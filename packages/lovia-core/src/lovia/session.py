@@ -14,6 +14,12 @@ Invariants every store keeps (the shared test suite checks them on each backend)
   appends never interleave; the second waits, or fails fast with ``SessionBusyError``. A
   crashed holder's lease expires or is released with its connection.
 
+The protocol is ``load`` / ``append`` / ``clear``. ``segments`` and ``lease`` are optional
+capabilities every built-in store has: the run loop detects them (``read_segments``,
+``hold_lease``). Without ``segments`` a run sees the history as one segment with no meta
+(so context-policy state is not carried between runs); without ``lease`` runs on one
+session are not serialised (two at once may interleave their segments).
+
 Maintenance that rewrites stored rows (``trim_tool_results``, ``rewind``) is store-level,
 not part of the protocol: it is an operator's tool, never called by the run loop.
 """
@@ -21,13 +27,13 @@ not part of the protocol: it is an operator's tool, never called by the run loop
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .transcript import TranscriptEntry
 
-__all__ = ["Segment", "Session"]
+__all__ = ["Leasable", "Segment", "Session", "hold_lease", "read_segments"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,12 +53,10 @@ class Session(Protocol):
     """Where multi-turn conversations persist between runs.
 
     Implementations: ``lovia.stores.InMemorySession``, ``SQLiteSession`` and
-    ``PostgresSession``; ``lovia.stores.open_session(url)`` picks one from a URL.
+    ``PostgresSession``; ``lovia.stores.open_session(url)`` picks one from a URL. They also
+    have the optional ``segments(session_id) -> list[Segment]`` (every stored segment in
+    insertion order, empty when unknown) and ``lease`` (``Leasable``).
     """
-
-    async def segments(self, session_id: str) -> list[Segment]:
-        """Every stored segment of ``session_id`` in insertion order (empty when unknown)."""
-        ...
 
     async def load(self, session_id: str) -> list[TranscriptEntry]:
         """The session's history: every segment's entries concatenated in insertion order.
@@ -81,13 +85,41 @@ class Session(Protocol):
         """Delete every segment of ``session_id`` (a no-op when it holds none)."""
         ...
 
+
+class Leasable(Protocol):
+    """The optional lease of a store: sessions lease a ``session_id``, checkpointers a
+    ``run_id``, so one run at a time holds it."""
+
     def lease(
-        self, session_id: str, *, wait: bool = True, timeout: float | None = None
+        self, key: str, /, *, wait: bool = True, timeout: float | None = None
     ) -> AbstractAsyncContextManager[None]:
-        """Hold ``session_id`` exclusively for the ``async with`` block (one run at a time).
+        """Hold ``key`` exclusively for the ``async with`` block.
 
         ``wait=True`` waits for the current holder, up to ``timeout`` seconds (``None``:
-        without limit); ``wait=False`` fails at once. Either way a session that stays busy
-        raises ``SessionBusyError``. The lease is not re-entrant.
+        without limit); ``wait=False`` fails at once. Either way a key that stays held
+        raises ``SessionBusyError`` (a session) or ``RunBusyError`` (a run id). The lease is
+        not re-entrant.
         """
         ...
+
+
+def hold_lease(
+    store: object, key: str, *, timeout: float | None
+) -> AbstractAsyncContextManager[None]:
+    """``store.lease(key, timeout=timeout)``, or a no-op for a store without ``lease``."""
+    lease = getattr(store, "lease", None)
+    if not callable(lease):
+        return nullcontext()
+    held: AbstractAsyncContextManager[None] = lease(key, timeout=timeout)
+    return held
+
+
+async def read_segments(session: Session, session_id: str) -> list[Segment]:
+    """``session.segments(session_id)``; for a store without ``segments``, its ``load`` as
+    one segment with no run id and no meta (none when the history is empty)."""
+    segments = getattr(session, "segments", None)
+    if callable(segments):
+        found: list[Segment] = await segments(session_id)
+        return found
+    history = await session.load(session_id)
+    return [Segment("", tuple(history))] if history else []

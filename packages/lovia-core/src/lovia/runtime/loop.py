@@ -316,19 +316,28 @@ class RunLoop(Generic[T]):
                 await self.finish(state, output)
 
     async def _open(self) -> RunResult[T] | None:
-        """Take the session lease, then open the checkpoint; the result of a replay."""
+        """Take the session lease and the run-id lease, then open the checkpoint; the result
+        of a replay."""
         assert self._stack is not None
+        from ..session import hold_lease, read_segments
+
         if self.session is not None:
             assert self.session_id is not None
-            lease = self.session.lease(self.session_id, timeout=self.lease_timeout)
+            lease = hold_lease(self.session, self.session_id, timeout=self.lease_timeout)
             await self._stack.enter_async_context(lease)
         if self.checkpoint is None:
             return None
         from .resume import open_checkpoint, replay
 
+        if self.checkpoint.checkpointer is not None:  # a run id is an idempotency key
+            assert self.checkpoint.run_id is not None
+            run_lease = hold_lease(
+                self.checkpoint.checkpointer, self.checkpoint.run_id, timeout=self.lease_timeout
+            )
+            await self._stack.enter_async_context(run_lease)
         if self.session is not None:
             assert self.session_id is not None
-            self._segments = await self.session.segments(self.session_id)
+            self._segments = await read_segments(self.session, self.session_id)
         in_session = any(s.run_id == self.run_id for s in self._segments or ())
         opening = await open_checkpoint(
             self.checkpoint, in_session=in_session, session_id=self.session_id
@@ -656,7 +665,9 @@ class RunLoop(Generic[T]):
         assert self.session_id is not None
         segments = self._segments
         if segments is None:
-            segments = await self.session.segments(self.session_id)
+            from ..session import read_segments
+
+            segments = await read_segments(self.session, self.session_id)
         history = [entry for segment in segments for entry in segment.entries]
         scratch: dict[str, Any] = {}
         last_input: int | None = None

@@ -5,10 +5,12 @@
 * ``PostgresSession`` / ``PostgresCheckpointer``: PostgreSQL through psycopg 3 (extra
   ``postgres``), shared by workers on many hosts.
 
-``open_session(url)`` and ``open_checkpointer(url)`` build a store from a URL whose scheme
-names an entry point in the ``lovia.stores`` group (``memory://``, ``sqlite:///path.db``,
-``postgresql://...``); a third-party distribution adds a scheme by registering a
-``from_url(url, *, kind)`` function there.
+``open_session(url)`` and ``open_checkpointer(url)`` build a store from a URL. A scheme
+resolves as a model prefix does (``lovia.providers.registry``), case-insensitively: first
+the built-in schemes (``memory``, ``sqlite``, ``postgresql``/``postgres``), then the
+``lovia.stores`` entry-point group, where a third-party distribution adds a scheme by
+registering a ``from_url(url, *, kind)`` function. An entry point never shadows a built-in
+scheme.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ __all__ = [
     "open_session",
 ]
 
-# The stores this distribution ships, used when its entry points are not installed (a
-# source checkout on sys.path); the entry-point group stays the way to add schemes.
+# The stores this distribution ships (also registered as its entry points, so that the
+# group lists every scheme); resolved first, and without reading the installed metadata.
 _BUILTIN = {
     "memory": "lovia.stores.memory",
     "sqlite": "lovia.stores.sqlite",
@@ -77,17 +79,25 @@ def _from_url(url: str, *, kind: Literal["session", "checkpointer"]) -> Session 
             f"not a store URL: {url!r}",
             hint="use memory://, sqlite:///path/to/file.db or postgresql://user@host/db",
         )
-    entry_point = entry_points_of(STORES).get(scheme)
-    if entry_point is not None:
-        factory = entry_point.load()
-    elif scheme in _BUILTIN:
+    if scheme in _BUILTIN:
         factory = importlib.import_module(_BUILTIN[scheme]).from_url
     else:
-        known = sorted(set(entry_points_of(STORES)) | set(_BUILTIN))
-        raise UserError(
-            f"no store is registered for the URL scheme {scheme!r}",
-            hint=f"known schemes: {', '.join(known)}; a distribution adds one through the "
-            f"{STORES!r} entry-point group",
-        )
+        entry_points = {name.lower(): ep for name, ep in entry_points_of(STORES).items()}
+        entry_point = entry_points.get(scheme)
+        if entry_point is None:
+            known = sorted(set(entry_points) | set(_BUILTIN))
+            raise UserError(
+                f"no store is registered for the URL scheme {scheme!r}",
+                hint=f"known schemes: {', '.join(known)}; a distribution adds one through the "
+                f"{STORES!r} entry-point group",
+            )
+        try:
+            factory = entry_point.load()
+        except (ImportError, AttributeError) as exc:
+            raise UserError(
+                f"entry point {entry_point.name!r} in group {STORES!r} ({entry_point.value}) "
+                f"failed to load: {exc}",
+                hint="reinstall the distribution that provides it, or check its entry point",
+            ) from exc
     store: Session | Checkpointer = factory(url, kind=kind)
     return store

@@ -1,25 +1,35 @@
-"""One PostgreSQL schema as the stores use it: a psycopg 3 async pool and the tables.
+"""One PostgreSQL schema as the stores use it: a psycopg 3 async pool, the tables, and the
+lease connection.
 
 Why it looks like this:
 
 * psycopg and psycopg_pool are optional (extra ``postgres`` of lovia-core), so they are
   imported when a store is built, and a missing install is a ``UserError`` naming the extra.
 * A DSN gets a pool we own (opened on first use, closed by ``aclose``); a pool passed in
-  stays the caller's. Every statement runs inside ``conn.transaction()``, so connections go
+  stays the caller's. Every script runs inside ``conn.transaction()``, so connections go
   back to the pool idle whatever their autocommit setting.
 * Tables are created on first use, in one transaction serialised by a transaction-level
   advisory lock, because ``CREATE TABLE IF NOT EXISTS`` races between processes.
+* Leases are session-level advisory locks, all held on **one connection of their own**,
+  opened beside the pool with its connection settings (``AdvisoryLocks``). A lease held on
+  a pooled connection pins that connection for the whole run: ten leases drained the
+  default pool of ten, and every holder then waited for a connection to load its history,
+  a deadlock. One connection holds any number of advisory locks, so leases cost one
+  connection per store whatever their number, and the pool serves only the work. The
+  server drops the locks with the connection, so a crashed process frees its keys at once.
 * ``psycopg`` errors are translated to ``StoreError`` here, at the seam.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+import inspect
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..exceptions import StoreError, UserError
+from ._sql import Result, Script, Statements
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -65,7 +75,7 @@ def quote_ident(name: str) -> str:
 
 
 class PostgresDatabase:
-    """A pool (owned or borrowed), the schema prefix, and transaction helpers."""
+    """A pool (owned or borrowed), the schema, the statements, and the lease connection."""
 
     def __init__(
         self, dsn_or_pool: str | AsyncConnectionPool[Any], *, schema: str | None, max_size: int
@@ -83,7 +93,8 @@ class PostgresDatabase:
                 hint="name a PostgreSQL schema (created on first use), or None for search_path",
             )
         self.schema = schema
-        self.prefix = "" if schema is None else quote_ident(schema) + "."
+        self._prefix = "" if schema is None else quote_ident(schema) + "."
+        self.sql = Statements(prefix=self._prefix, placeholder="%s", for_update=" FOR UPDATE")
         if isinstance(dsn_or_pool, str):
             self._pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
                 dsn_or_pool,
@@ -103,29 +114,49 @@ class PostgresDatabase:
             )
         self._ready = False
         self._ready_lock: asyncio.Lock | None = None
+        self._lease_conn: AsyncConnection[Any] | None = None
+        self._lease_lock: asyncio.Lock | None = None
 
     async def close(self) -> None:
-        """Close the pool if this store opened it (a borrowed pool stays open)."""
+        """Close the lease connection, and the pool if this store opened it."""
+        conn, self._lease_conn = self._lease_conn, None
+        if conn is not None:
+            await conn.close()
         if self._owns_pool:
             await self._pool.close()
 
-    async def run(self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:
-        """Run ``fn`` (our own SQL) in one transaction on a pooled connection."""
+    async def read(self, script: Script[T]) -> T:
+        """Run ``script`` (our own SQL) in one transaction on a pooled connection."""
+        return await self.write(script)
+
+    async def write(self, script: Script[T]) -> T:
+        """Run ``script`` (our own SQL) in one transaction on a pooled connection."""
         await self._ensure_ready()
         async with translated(), self._pool.connection() as conn, conn.transaction():
-            return await fn(conn)
+            try:
+                query = next(script)
+                while True:
+                    cur = await conn.execute(*query)
+                    rows = await cur.fetchall() if cur.description is not None else []
+                    query = script.send(Result(cur.rowcount, rows))
+            except StopIteration as done:
+                value: T = done.value
+                return value
 
-    async def getconn(self) -> AsyncConnection[Any]:
-        """Borrow a connection for longer than one transaction (a lease); see ``putconn``."""
-        await self._ensure_ready()
-        async with translated():
-            conn: AsyncConnection[Any] = await self._pool.getconn()
-        return conn
-
-    async def putconn(self, conn: AsyncConnection[Any]) -> None:
-        """Give back a borrowed connection (a closed one is discarded by the pool)."""
-        async with translated():
-            await self._pool.putconn(conn)
+    async def lease_connection(self) -> AsyncConnection[Any]:
+        """The connection every lease of this store is held on, (re)opened when needed."""
+        if self._lease_lock is None:
+            self._lease_lock = asyncio.Lock()
+        async with self._lease_lock:
+            conn = self._lease_conn
+            if conn is None or conn.closed:
+                pool = self._pool
+                async with translated():
+                    conninfo = await _resolved(pool.conninfo)
+                    kwargs = {**(await _resolved(pool.kwargs) or {}), "autocommit": True}
+                    conn = await pool.connection_class.connect(conninfo, **kwargs)
+                self._lease_conn = conn
+            return conn
 
     async def _ensure_ready(self) -> None:
         if self._ready:
@@ -146,9 +177,53 @@ class PostgresDatabase:
                 )
                 if self.schema is not None:
                     await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(self.schema)}")
-                for statement in _schema_sql(self.prefix):
+                for statement in _schema_sql(self._prefix):
                     await conn.execute(statement)
             self._ready = True
+
+
+class AdvisoryLocks:
+    """The cross-process leases of one store kind: advisory locks on ``lease_connection``.
+
+    A token is ``(connection, lock name)``. Advisory locks are re-entrant on one connection,
+    which is why ``Leases`` lets a single task of this process hold a key at a time.
+    """
+
+    renew_every: float | None = None  # the server holds the lock as long as the connection
+
+    def __init__(self, db: PostgresDatabase, kind: str) -> None:
+        self._db = db
+        self._prefix = f"lovia.{kind}:{db.schema or ''}:"
+
+    async def take(self, key: str) -> object | None:
+        conn = await self._db.lease_connection()
+        name = self._prefix + key
+        async with translated():
+            cur = await conn.execute(
+                "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (name,)
+            )
+            row = await cur.fetchone()
+        return (conn, name) if row and row[0] else None
+
+    async def renew(self, token: object) -> bool:
+        return True
+
+    async def release(self, token: object) -> None:
+        assert isinstance(token, tuple)
+        conn, name = token
+        if conn.closed:
+            return  # the server dropped its locks with it
+        async with translated():
+            await conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (name,))
+
+
+async def _resolved(value: Any) -> Any:
+    """A pool's ``conninfo`` or ``kwargs``: a value, or a (possibly async) function of none."""
+    if callable(value):
+        value = value()
+    if inspect.isawaitable(value):
+        value = await value
+    return value
 
 
 @asynccontextmanager

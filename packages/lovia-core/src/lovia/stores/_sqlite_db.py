@@ -1,4 +1,5 @@
-"""One SQLite database file as the stores use it: a connection, its thread, its schema.
+"""One SQLite database file as the stores use it: a connection, its thread, its schema,
+and the lease rows.
 
 Why it looks like this:
 
@@ -10,22 +11,38 @@ Why it looks like this:
   (a deferred transaction that upgrades to a writer cannot wait).
 * The connection runs in autocommit mode (``isolation_level=None``) and transactions are
   explicit, so a read-modify-write is exactly one transaction and an error rolls it back.
+* ``PRAGMA journal_mode=WAL`` is retried within the busy timeout: SQLite answers it with
+  "database is locked" at once, without its busy handler, when another connection is
+  writing in rollback mode (as the first of many connections opening one new file together
+  is while it converts the file to WAL).
 * ``sqlite3`` errors are translated to ``StoreError`` here, at the seam.
+* Leases are rows ``(key, owner, expires_at)`` (``session_leases``, ``run_leases``) written
+  under ``BEGIN IMMEDIATE``; the holder renews its row while it runs. A lease whose holder
+  died is taken over once it expires, or at once when the owner was a process on this host
+  (same host name and, on Linux, same PID namespace) that no longer exists.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
 import os
+import socket
 import sqlite3
 import threading
-from collections.abc import Callable
+import time
 from pathlib import Path
 from typing import TypeVar
+from uuid import uuid4
 
 from ..exceptions import StoreError
+from ._lease import LeaseKind
+from ._sql import Result, Script, Statements, statement
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 _BUSY_TIMEOUT_SECONDS = 30.0
 
@@ -43,6 +60,11 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS session_runs_order ON session_runs (session_id, id)",
     """CREATE TABLE IF NOT EXISTS session_leases (
         session_id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS run_leases (
+        run_id TEXT PRIMARY KEY,
         owner TEXT NOT NULL,
         expires_at REAL NOT NULL
     )""",
@@ -65,6 +87,8 @@ _SCHEMA = (
 class SQLiteDatabase:
     """A lazily opened SQLite connection with write/read transaction helpers."""
 
+    sql = Statements()
+
     def __init__(self, path: str | os.PathLike[str], *, wal: bool) -> None:
         self.path = str(path) if str(path) == ":memory:" else str(Path(path))
         self.wal = wal
@@ -72,13 +96,13 @@ class SQLiteDatabase:
         self._lock = threading.Lock()
         self._closed = False
 
-    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction (rolled back if it raises)."""
-        return await asyncio.to_thread(self._transaction, fn, "BEGIN IMMEDIATE")
+    async def write(self, script: Script[T]) -> T:
+        """Run ``script`` in one ``BEGIN IMMEDIATE`` transaction (rolled back if it raises)."""
+        return await asyncio.to_thread(self._transaction, script, "BEGIN IMMEDIATE")
 
-    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` in one read transaction (a consistent view across its queries)."""
-        return await asyncio.to_thread(self._transaction, fn, "BEGIN")
+    async def read(self, script: Script[T]) -> T:
+        """Run ``script`` in one read transaction (a consistent view across its queries)."""
+        return await asyncio.to_thread(self._transaction, script, "BEGIN")
 
     async def close(self) -> None:
         """Close the connection (idempotent); the store cannot be used afterwards."""
@@ -91,13 +115,13 @@ class SQLiteDatabase:
                 self._conn.close()
                 self._conn = None
 
-    def _transaction(self, fn: Callable[[sqlite3.Connection], T], begin: str) -> T:
+    def _transaction(self, script: Script[T], begin: str) -> T:
         with self._lock:
             try:
                 conn = self._connection()
                 conn.execute(begin)
                 try:
-                    result = fn(conn)
+                    result = _drive(conn, script)
                 except BaseException:
                     if conn.in_transaction:  # SQLite may already have rolled back itself
                         conn.execute("ROLLBACK")
@@ -105,11 +129,22 @@ class SQLiteDatabase:
                 conn.execute("COMMIT")
                 return result
             except sqlite3.Error as exc:
-                raise StoreError(
-                    f"SQLite store {self.path!r} failed: {exc}",
-                    hint="check the file is writable and not on a network filesystem; "
-                    "with many writers pass wal=True",
-                ) from exc
+                raise self._error(exc) from exc
+
+    def _error(self, exc: sqlite3.Error) -> StoreError:
+        folder = Path(self.path).parent
+        if self.path != ":memory:" and not folder.is_dir():
+            return StoreError(
+                f"SQLite store {self.path!r} cannot be opened: the folder {str(folder)!r} "
+                "does not exist",
+                hint="create the folder first (Path(path).parent.mkdir(parents=True)), or fix "
+                "the path",
+            )
+        return StoreError(
+            f"SQLite store {self.path!r} failed: {exc}",
+            hint="check the file is writable and not on a network filesystem; "
+            "with many writers pass wal=True",
+        )
 
     def _connection(self) -> sqlite3.Connection:
         if self._closed:
@@ -126,7 +161,7 @@ class SQLiteDatabase:
             )
             try:
                 if self.wal and self.path != ":memory:":
-                    conn.execute("PRAGMA journal_mode=WAL")
+                    _switch_to_wal(conn, self.path)
                     # WAL + NORMAL survives process crashes (only power loss may drop the
                     # last commits) and keeps a checkpoint write well under a millisecond.
                     conn.execute("PRAGMA synchronous=NORMAL")
@@ -140,3 +175,122 @@ class SQLiteDatabase:
                 raise
             self._conn = conn
         return self._conn
+
+
+def _drive(conn: sqlite3.Connection, script: Script[T]) -> T:
+    """Run each statement ``script`` yields and send it the result; return its value."""
+    try:
+        query = next(script)
+        while True:
+            cur = conn.execute(*query)
+            query = script.send(Result(cur.rowcount, cur.fetchall()))
+    except StopIteration as done:
+        value: T = done.value
+        return value
+
+
+class LeaseRows:
+    """The cross-process leases of one store kind, as rows of ``session_leases`` or
+    ``run_leases`` (see the module docstring); a token is the ``(key, owner)`` written."""
+
+    def __init__(self, db: SQLiteDatabase, kind: LeaseKind, ttl: float) -> None:
+        self._db = db
+        self._ttl = ttl
+        self.renew_every: float | None = ttl / 3
+        table, key = (
+            ("session_leases", "session_id") if kind == "session" else ("run_leases", "run_id")
+        )
+        self._select = f"SELECT owner, expires_at FROM {table} WHERE {key} = ?"
+        self._replace = (
+            f"INSERT OR REPLACE INTO {table} ({key}, owner, expires_at) VALUES (?, ?, ?)"
+        )
+        self._renew = f"UPDATE {table} SET expires_at = ? WHERE {key} = ? AND owner = ?"
+        self._delete = f"DELETE FROM {table} WHERE {key} = ? AND owner = ?"
+
+    async def take(self, key: str) -> object | None:
+        owner = f"{_host_id()}:{os.getpid()}:{uuid4().hex}"
+        taken = await self._db.write(self._take(key, owner))
+        return (key, owner) if taken else None
+
+    async def renew(self, token: object) -> bool:
+        key, owner = _token(token)
+        return await self._db.write(self._extend(key, owner))
+
+    async def release(self, token: object) -> None:
+        key, owner = _token(token)
+        await self._db.write(statement(self._delete, key, owner))
+
+    def _take(self, key: str, owner: str) -> Script[bool]:
+        now = time.time()
+        held = yield self._select, (key,)
+        if held.rows and held.rows[0][1] > now and not _holder_is_dead(held.rows[0][0]):
+            return False
+        yield self._replace, (key, owner, now + self._ttl)
+        return True
+
+    def _extend(self, key: str, owner: str) -> Script[bool]:
+        renewed = yield self._renew, (time.time() + self._ttl, key, owner)
+        return renewed.rowcount == 1
+
+
+def _token(token: object) -> tuple[str, str]:
+    assert isinstance(token, tuple)
+    key, owner = token
+    return key, owner
+
+
+@functools.cache
+def _host_id() -> str:
+    """This host as lease owners name it: the host name, plus the PID namespace on Linux.
+
+    Containers sharing a volume may share a host name while their pids mean different
+    processes; a holder is only judged by its pid when that pid is in our namespace.
+    """
+    try:
+        namespace = f"/pidns{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:
+        namespace = ""
+    return socket.gethostname().replace(":", "_") + namespace
+
+
+def _holder_is_dead(owner: str) -> bool:
+    """Whether ``owner`` was a process on this host that no longer exists.
+
+    Only on POSIX: ``os.kill(pid, 0)`` probes without signalling there (on Windows it would
+    terminate the process). Other holders are trusted until their lease expires.
+    """
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if os.name != "posix" or host != _host_id() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, owned by another user
+        return False
+    return False
+
+
+def _switch_to_wal(conn: sqlite3.Connection, path: str) -> None:
+    """``PRAGMA journal_mode=WAL``, retried while the file is locked, up to the busy timeout."""
+    deadline = time.monotonic() + _BUSY_TIMEOUT_SECONDS
+    delay = 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() + delay > deadline:
+                raise
+            logger.debug("switching %r to WAL: the file is locked; retrying", path)
+        time.sleep(delay)  # in the store's worker thread, never on the event loop
+        delay = min(delay * 2, 0.05)
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    return code == 5 if code is not None else "locked" in str(exc)  # 5: SQLITE_BUSY

@@ -20,7 +20,8 @@ from ..checkpointer import Checkpointer, RunHead, RunSnapshot
 from ..session import Segment, Session
 from ..transcript import TranscriptEntry
 from . import _maintenance, _rows
-from ._lease import LocalLeases
+from ._lease import Leases
+from ._url import query_params
 
 __all__ = ["InMemoryCheckpointer", "InMemorySession", "from_url"]
 
@@ -38,7 +39,7 @@ class InMemorySession:
 
     def __init__(self) -> None:
         self._sessions: dict[str, list[_Stored]] = {}
-        self._leases = LocalLeases()
+        self._leases = Leases("session")
 
     async def segments(self, session_id: str) -> list[Segment]:
         """Every segment of ``session_id`` in insertion order (copies)."""
@@ -125,6 +126,7 @@ class InMemoryCheckpointer:
 
     def __init__(self) -> None:
         self._runs: dict[str, tuple[list[TranscriptEntry], RunHead]] = {}
+        self._leases = Leases("run")
 
     async def append(self, run_id: str, entries: Sequence[TranscriptEntry], head: RunHead) -> None:
         """Add ``entries`` and replace the head (frozen by copy)."""
@@ -148,6 +150,12 @@ class InMemoryCheckpointer:
         """Forget ``run_id`` (idempotent)."""
         self._runs.pop(run_id, None)
 
+    def lease(
+        self, run_id: str, *, wait: bool = True, timeout: float | None = None
+    ) -> AbstractAsyncContextManager[None]:
+        """Hold ``run_id`` for one run (in-process only; see ``Checkpointer``)."""
+        return self._leases.hold(run_id, wait=wait, timeout=timeout)
+
 
 def _frozen(head: RunHead) -> RunHead:
     return dataclasses.replace(
@@ -165,7 +173,9 @@ def from_url(url: str, *, kind: Literal["session"]) -> Session: ...
 @overload
 def from_url(url: str, *, kind: Literal["checkpointer"]) -> Checkpointer: ...
 def from_url(url: str, *, kind: Literal["session", "checkpointer"]) -> Session | Checkpointer:
-    """A fresh in-memory store for ``memory://`` (the ``lovia.stores`` entry point)."""
+    """A fresh in-memory store for ``memory://`` (the ``lovia.stores`` entry point); it
+    takes no query parameters."""
+    query_params(url, url.partition("?")[2], valid=())
     if kind == "session":
         return InMemorySession()
     return InMemoryCheckpointer()
