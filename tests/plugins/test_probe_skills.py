@@ -1,0 +1,52 @@
+"""Hostile SKILL.md frontmatter: a YAML bomb or deep nesting skips that skill, nothing else."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from lovia.plugins import SkillCatalog
+
+
+def write_skill(root: Path, folder: str, frontmatter: str) -> None:
+    path = root / folder / "SKILL.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(f"---\n{frontmatter}\n---\nBody.\n", encoding="utf-8")
+
+
+def billion_laughs(levels: int = 9) -> str:
+    lines = ["l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for i in range(1, levels):
+        lines.append(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]")
+    return "\n".join(lines)
+
+
+@pytest.mark.timeout(20)
+def test_a_yaml_bomb_in_the_frontmatter_is_skipped_without_expanding_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_skill(tmp_path, "bomb", "description: Explodes.\n" + billion_laughs())
+    write_skill(tmp_path, "good", "description: Fine.")
+    catalog = SkillCatalog.from_dir(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="lovia.plugins.skills"):
+        index = catalog.instructions()
+    assert index.splitlines()[-1] == "- good: Fine."
+    assert "bomb" not in index
+    assert any("bomb" in r.getMessage() for r in caplog.records)
+
+
+def test_a_single_alias_is_refused_too(tmp_path: Path) -> None:
+    write_skill(tmp_path, "alias", "description: &d Uses an alias.\nsummary: *d")
+    assert SkillCatalog.from_dir(tmp_path).list_skills() == []
+
+
+def test_deeply_nested_frontmatter_skips_that_skill_only(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_skill(tmp_path, "deep", "description: Deep.\nx: " + "[" * 20_000 + "]" * 20_000)
+    write_skill(tmp_path, "good", "description: Fine.")
+    with caplog.at_level(logging.WARNING, logger="lovia.plugins.skills"):
+        names = [s.name for s in SkillCatalog.from_dir(tmp_path).list_skills()]
+    assert names == ["good"]
+    assert any("deep" in r.getMessage() for r in caplog.records)
