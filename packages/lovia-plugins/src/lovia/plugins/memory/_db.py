@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sqlite3
 import threading
 import weakref
@@ -16,10 +17,19 @@ from typing import TypeVar
 
 from lovia.exceptions import StoreError
 
-__all__ = ["ArchiveDB", "ArchiveError"]
+__all__ = ["ArchiveDB", "ArchiveError", "storable"]
 
 _T = TypeVar("_T")
 _BUSY_TIMEOUT_SECONDS = 30.0
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """``text`` with lone surrogates (half an escaped emoji, say) as U+FFFD.
+
+    A Python string may hold them, but neither a UTF-8 file nor SQLite can.
+    """
+    return _SURROGATE.sub("\ufffd", text)
 
 
 class ArchiveError(StoreError):

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from ._db import storable
+
 __all__ = [
     "FileNotesStore",
     "Note",
@@ -35,6 +37,8 @@ __all__ = [
     "write_atomic",
 ]
 
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x7f]")
+"""Control characters that are not whitespace (``str.split`` turns the others to spaces)."""
 _LINE = re.compile(r"^\s*[-*]\s+(?:\[(\d{4}-\d{2})\](?=\s|$))?\s*(.*?)\s*$")
 
 
@@ -60,8 +64,8 @@ def this_month() -> str:
 
 
 def normalise_fact(fact: str) -> str:
-    """One line, single spaces, no bullet or trailing full stop."""
-    text = " ".join(fact.split())
+    """One printable line, single spaces, no bullet or trailing full stop."""
+    text = " ".join(storable(_CONTROL.sub("", fact)).split())
     text = re.sub(r"^[-*]\s+", "", text)
     return text.rstrip(".").strip()
 

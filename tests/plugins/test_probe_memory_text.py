@@ -1,0 +1,48 @@
+"""Text a model or a web form can hand memory that UTF-8 files and SQLite cannot store as is:
+lone surrogates (half an emoji escaped in JSON) and control characters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lovia import Agent, Runner
+from lovia.plugins import Memory
+from lovia.plugins.memory import Doc, KeywordIndex
+from lovia.testing import ScriptedProvider, text
+
+
+def plain_memory(root: Path) -> Memory:
+    return Memory(root, auto_curate=False, expand_query=False, summarize_recall=False)
+
+
+def test_a_fact_with_a_lone_surrogate_or_control_characters_is_saved_printable(
+    tmp_path: Path,
+) -> None:
+    memory = plain_memory(tmp_path)
+    assert memory.remember("Likes \ud83d cats") is True
+    assert memory.remember("Bell\x07 and NUL\x00 and escape\x1b[31m red") is True
+    body = (tmp_path / "MEMORY.md").read_text(encoding="utf-8")
+    facts = [line.split("] ", 1)[1] for line in body.splitlines()]
+    assert facts == ["Likes \ufffd cats", "Bell and NUL and escape[31m red"]
+    assert memory.remember("Likes \ud83d cats") is False  # the same fact, deduplicated
+    assert memory.forget("escape[31m") == 1
+
+
+async def test_a_run_with_a_lone_surrogate_in_a_message_is_still_archived(tmp_path: Path) -> None:
+    memory = plain_memory(tmp_path)
+    model = ScriptedProvider([text("Zebras \ud83d are striped.")])
+    agent = Agent("a", model=model, plugins=[memory])
+    await Runner.run(agent, "Tell me about zebras \udc00 please")
+    recalled = await memory.recall("zebras")
+    assert "(user) Tell me about zebras \ufffd please" in recalled
+    assert "(assistant) Zebras \ufffd are striped" in recalled
+
+
+async def test_the_keyword_index_stores_a_doc_with_surrogates_in_text_and_meta(
+    tmp_path: Path,
+) -> None:
+    index = KeywordIndex(tmp_path / "archive.db")
+    await index.add([Doc("d1", "broken \ud800 text", {"who": "\udfff"})])
+    [hit] = await index.search("broken")
+    assert (hit.doc.text, hit.doc.meta) == ("broken \ufffd text", {"who": "\ufffd"})
+    index.close()
