@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
 import pytest
-from lovia.plugins import SkillCatalog
+from lovia.plugins import SkillCatalog, SkillsError
 
 
 def write_skill(root: Path, folder: str, frontmatter: str) -> None:
@@ -50,3 +51,16 @@ def test_deeply_nested_frontmatter_skips_that_skill_only(
         names = [s.name for s in SkillCatalog.from_dir(tmp_path).list_skills()]
     assert names == ["good"]
     assert any("deep" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("relpath", ["x" * 300, "a/" * 3000 + "b"])
+def test_a_path_the_os_refuses_is_a_skills_error_and_a_tool_error_string(
+    tmp_path: Path, relpath: str
+) -> None:
+    write_skill(tmp_path, "pdf", "description: PDFs.")
+    catalog = SkillCatalog.from_dir(tmp_path)
+    with pytest.raises(SkillsError, match="cannot read"):
+        catalog.read_file("pdf", relpath)
+    [_, read] = catalog.tools()
+    output = asyncio.run(read.invoke({"name": "pdf", "relpath": relpath}, None))
+    assert output.startswith("Error: ") and "too long" in output
