@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 
 import pytest
-from lovia.plugins import SkillCatalog, SkillsError
+from lovia import Agent, Runner
+from lovia.plugins import SkillCatalog, Skills, SkillsError
+from lovia.testing import ScriptedProvider, call, text
+from lovia.transcript import ToolResultEntry
 
 
 def write_skill(root: Path, folder: str, frontmatter: str) -> None:
@@ -54,13 +56,15 @@ def test_deeply_nested_frontmatter_skips_that_skill_only(
 
 
 @pytest.mark.parametrize("relpath", ["x" * 300, "a/" * 3000 + "b"])
-def test_a_path_the_os_refuses_is_a_skills_error_and_a_tool_error_string(
+async def test_a_path_the_os_refuses_is_a_skills_error_and_a_tool_error_string(
     tmp_path: Path, relpath: str
 ) -> None:
     write_skill(tmp_path, "pdf", "description: PDFs.")
-    catalog = SkillCatalog.from_dir(tmp_path)
     with pytest.raises(SkillsError, match="cannot read"):
-        catalog.read_file("pdf", relpath)
-    [_, read] = catalog.tools()
-    output = asyncio.run(read.invoke({"name": "pdf", "relpath": relpath}, None))
-    assert output.startswith("Error: ") and "too long" in output
+        SkillCatalog.from_dir(tmp_path).read_file("pdf", relpath)
+    model = ScriptedProvider(
+        [call("read_skill_file", {"name": "pdf", "relpath": relpath}), text("Done.")]
+    )
+    result = await Runner.run(Agent("a", model=model, plugins=[Skills(tmp_path)]), "read it")
+    [output] = [e.output for e in result.entries if isinstance(e, ToolResultEntry)]
+    assert output.startswith("Error: cannot read") and "too long" in output
