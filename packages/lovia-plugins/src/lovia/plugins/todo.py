@@ -76,13 +76,17 @@ class TodoList:
 
 
 def render_todos(items: Sequence[TodoItem]) -> str:
-    """The list as plain text, one ``[ ]``/``[>]``/``[x]`` line per item."""
+    """The list as plain text, one ``[ ]``/``[>]``/``[x]`` line per item.
+
+    An item's text is collapsed to one line, so it can never pose as another item or end
+    the reminder it is shown in.
+    """
     if not items:
         return "(no todos)"
     lines = []
     for item in items:
         label = item.active_form if item.status == "in_progress" and item.active_form else ""
-        lines.append(f"{_MARKS[item.status]} {label or item.content}")
+        lines.append(f"{_MARKS[item.status]} {' '.join((label or item.content).split())}")
     return "\n".join(lines)
 
 
