@@ -232,7 +232,10 @@ def _one_line(value: Any, cap: int) -> str:
 
 def _index_line(skill: Skill) -> str:
     line = f"- {skill.name}: {_one_line(skill.description, _INDEX_DESCRIPTION_CHARS)}"
-    extras = [f"{k}: {_one_line(v, _INDEX_EXTRA_CHARS)}" for k, v in skill.metadata.extra.items()]
+    extras = [
+        f"{_one_line(k, _INDEX_EXTRA_CHARS)}: {_one_line(v, _INDEX_EXTRA_CHARS)}"
+        for k, v in skill.metadata.extra.items()
+    ]
     if extras:
         line += f" ({'; '.join(extras)})"
     return line
