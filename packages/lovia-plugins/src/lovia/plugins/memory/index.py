@@ -34,6 +34,9 @@ _log = logging.getLogger("lovia.plugins.memory")
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 _WORD = re.compile(r"\w+")
+MAX_QUERY_TERMS = 64
+"""A query searches its first terms only: SQLite caps an expression's depth (1,000), and a
+pasted page of words would only dilute the ranking anyway."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +179,7 @@ class KeywordIndex(Fusable):
                 conn.execute("DELETE FROM memory_docs WHERE rowid = ?", (row[0],))
 
     async def search(self, query: str, k: int = 5) -> list[Hit]:
-        terms = search_terms(query)
+        terms = search_terms(query)[:MAX_QUERY_TERMS]
         if not terms or k <= 0:
             return []
         return await self.db.read(lambda conn: self._search(conn, terms, k))
