@@ -36,6 +36,22 @@ class ArchiveError(StoreError):
     """The memory archive (``archive.db``) is unreadable or a write to it failed."""
 
 
+def _hint(exc: sqlite3.Error) -> str:
+    """Only a damaged file is worth moving aside; a busy one just needs its writer to end."""
+    message = str(exc).lower()
+    if "locked" in message or "busy" in message:
+        return (
+            f"another process held the archive for over {_BUSY_TIMEOUT_SECONDS:g} s; "
+            "retry once its write ends (the file is not damaged)"
+        )
+    if isinstance(exc, sqlite3.OperationalError) and "malformed" not in message:
+        return "check the disk and the file's permissions (the notes in MEMORY.md are not affected)"
+    return (
+        "if the file is corrupt, move it aside; a new one is created "
+        "(the notes in MEMORY.md are not affected)"
+    )
+
+
 class ArchiveDB:
     """A SQLite file; ``read``/``write`` run a function with the connection off-loop."""
 
@@ -88,9 +104,7 @@ class ArchiveDB:
                 return out
             except sqlite3.Error as exc:
                 raise ArchiveError(
-                    f"memory archive {self.path} failed: {exc}",
-                    hint="if the file is corrupt, move it aside; a new one is created "
-                    "(the notes in MEMORY.md are not affected)",
+                    f"memory archive {self.path} failed: {exc}", hint=_hint(exc)
                 ) from exc
 
     async def read(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
