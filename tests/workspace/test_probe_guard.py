@@ -47,3 +47,14 @@ def test_the_same_forms_naming_ordinary_files_are_allowed(
     session: LocalWorkspaceSession, command: str
 ) -> None:
     assert session.decide_command(command) == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["grep -d recurse SECRET .", "grep -id recurse SECRET", "grep --directories recurse x"],
+)
+def test_grep_told_to_recurse_by_its_directories_option_is_a_tree_read(
+    session: LocalWorkspaceSession, command: str
+) -> None:
+    assert session.decide_command(command) == "deny"
+    assert session.decide_command(command.replace("recurse", "skip")) == "allow"

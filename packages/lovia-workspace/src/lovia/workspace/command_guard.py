@@ -260,6 +260,12 @@ def _tree_operands(words: tuple[str, ...]) -> list[str]:
             f.startswith(("--recursive", "--dereference-recursive", "--directories=recurse"))
             for f in flags
         )
+        if any(  # -d recurse, --directories recurse: -r spelled out
+            value == "recurse" and (flag == "--directories" or _short_flag_ending(flag, "d"))
+            for flag, value in zip(args, args[1:], strict=False)
+        ):
+            recursive = True
+            operands.remove("recurse")  # the option's value, not the pattern or a path
         if not recursive:
             return []
     elif name in _RECURSIVE_FLAG_COMMANDS:
@@ -276,6 +282,11 @@ def _tree_operands(words: tuple[str, ...]) -> list[str]:
     if name in _PATTERN_FIRST and len(operands) <= 1:
         operands.append(".")  # no path operand: the search reads its cwd
     return operands
+
+
+def _short_flag_ending(word: str, letter: str) -> bool:
+    """Whether ``word`` is a cluster of short options whose last one is ``letter``."""
+    return word.startswith("-") and not word.startswith("--") and word.endswith(letter)
 
 
 def _cd_target(words: tuple[str, ...]) -> str | None:
