@@ -46,3 +46,15 @@ async def test_the_keyword_index_stores_a_doc_with_surrogates_in_text_and_meta(
     [hit] = await index.search("broken")
     assert (hit.doc.text, hit.doc.meta) == ("broken \ufffd text", {"who": "\ufffd"})
     index.close()
+
+
+def test_a_hand_edit_saved_with_a_bom_keeps_its_first_note(tmp_path: Path) -> None:
+    # Windows Notepad writes a byte-order mark and CRLF line ends.
+    (tmp_path / "MEMORY.md").write_bytes(
+        "\ufeff- [2025-01] First fact\r\n- [2025-02] Second fact\r\n".encode()
+    )
+    memory = plain_memory(tmp_path)
+    memory.remember("Third fact")
+    lines = (tmp_path / "MEMORY.md").read_text(encoding="utf-8").splitlines()
+    assert lines[:2] == ["- [2025-01] First fact", "- [2025-02] Second fact"]
+    assert lines[2].endswith("] Third fact")

@@ -89,7 +89,7 @@ def dedupe_notes(notes: Iterable[Note]) -> list[Note]:
 def parse_notes(text: str) -> list[Note]:
     """The bullet lines of ``text`` as notes; every other line is ignored."""
     notes = []
-    for line in text.splitlines():
+    for line in text.removeprefix("\ufeff").splitlines():  # editors on Windows add a BOM
         match = _LINE.match(line)
         if match:
             notes.append(Note(match.group(2), match.group(1) or ""))
