@@ -58,3 +58,14 @@ def test_a_hand_edit_saved_with_a_bom_keeps_its_first_note(tmp_path: Path) -> No
     lines = (tmp_path / "MEMORY.md").read_text(encoding="utf-8").splitlines()
     assert lines[:2] == ["- [2025-01] First fact", "- [2025-02] Second fact"]
     assert lines[2].endswith("] Third fact")
+
+
+def test_a_hand_edit_in_a_legacy_encoding_keeps_its_accents(tmp_path: Path) -> None:
+    # One line typed in a Windows-1252 editor, one in UTF-8: neither is mangled on save.
+    (tmp_path / "MEMORY.md").write_bytes(
+        "- [2025-01] Likes café\n".encode("cp1252") + "- [2025-02] Lives in Zürich\n".encode()
+    )
+    memory = plain_memory(tmp_path)
+    memory.remember("Third fact")
+    lines = (tmp_path / "MEMORY.md").read_text(encoding="utf-8").splitlines()
+    assert lines[:2] == ["- [2025-01] Likes café", "- [2025-02] Lives in Zürich"]

@@ -29,6 +29,7 @@ __all__ = [
     "FileNotesStore",
     "Note",
     "NotesStore",
+    "decode_hand_edited",
     "dedupe_notes",
     "normalise_fact",
     "parse_notes",
@@ -113,7 +114,7 @@ class FileNotesStore:
 
     def load(self) -> list[Note]:
         try:
-            return parse_notes(self.path.read_text(encoding="utf-8", errors="replace"))
+            return parse_notes(decode_hand_edited(self.path.read_bytes()))
         except FileNotFoundError:
             return []
 
@@ -123,7 +124,7 @@ class FileNotesStore:
     def read_body(self) -> str:
         """The file as it is on disk (``""`` when absent)."""
         try:
-            return self.path.read_text(encoding="utf-8", errors="replace")
+            return decode_hand_edited(self.path.read_bytes())
         except FileNotFoundError:
             return ""
 
@@ -139,6 +140,23 @@ class FileNotesStore:
                 yield
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def decode_hand_edited(raw: bytes) -> str:
+    """UTF-8, with any line that is not UTF-8 read as Windows-1252 (what a legacy editor on
+    Windows writes), so a hand edit's accents survive the next save instead of turning
+    into U+FFFD for good."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "\n".join(_decode_line(line) for line in raw.split(b"\n"))
+
+
+def _decode_line(line: bytes) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError:
+        return line.decode("cp1252", errors="replace")
 
 
 def write_atomic(path: Path, text: str) -> None:
