@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from lovia import Agent, Runner, Todo
 from lovia.plugins import TodoItem, render_todos, todos_from_entries
 from lovia.testing import ScriptedProvider, call, text
@@ -33,11 +34,19 @@ def plan(content: str) -> str:
     return json.dumps({"todos": [{"content": content, "status": "pending"}]})
 
 
-def test_a_reused_call_id_pairs_each_call_with_its_own_result() -> None:
+@pytest.mark.parametrize(
+    "later",
+    [
+        ToolCallEntry("call_1", "todo_write", '{"todos": "nope"}'),  # a failed todo call
+        ToolCallEntry("call_1", "read_file", '{"path": "x"}'),  # another tool's failure
+    ],
+    ids=["todo", "other-tool"],
+)
+def test_a_reused_call_id_pairs_each_call_with_its_own_result(later: ToolCallEntry) -> None:
     entries: list[TranscriptEntry] = [
         ToolCallEntry("call_1", "todo_write", plan("good")),
         ToolResultEntry("call_1", "Todo list updated"),
-        ToolCallEntry("call_1", "todo_write", '{"todos": "nope"}'),
+        later,
         ToolResultEntry("call_1", "Tool error: ...", is_error=True),
     ]
     assert todos_from_entries(entries) == [TodoItem("good")]
@@ -51,13 +60,3 @@ def test_arguments_too_deep_to_decode_are_skipped() -> None:
         ToolCallEntry("b", "todo_write", deep),  # an interrupted run: no result yet
     ]
     assert todos_from_entries(entries) == [TodoItem("kept")]
-
-
-def test_another_tools_failure_under_a_reused_id_does_not_void_a_todo_call() -> None:
-    entries: list[TranscriptEntry] = [
-        ToolCallEntry("call_1", "todo_write", plan("good")),
-        ToolResultEntry("call_1", "Todo list updated"),
-        ToolCallEntry("call_1", "read_file", '{"path": "x"}'),
-        ToolResultEntry("call_1", "Tool error: no such file", is_error=True),
-    ]
-    assert todos_from_entries(entries) == [TodoItem("good")]
