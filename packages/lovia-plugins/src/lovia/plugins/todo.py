@@ -76,13 +76,17 @@ class TodoList:
 
 
 def render_todos(items: Sequence[TodoItem]) -> str:
-    """The list as plain text, one ``[ ]``/``[>]``/``[x]`` line per item."""
+    """The list as plain text, one ``[ ]``/``[>]``/``[x]`` line per item.
+
+    An item's text is collapsed to one line, so it can never pose as another item or end
+    the reminder it is shown in.
+    """
     if not items:
         return "(no todos)"
     lines = []
     for item in items:
         label = item.active_form if item.status == "in_progress" and item.active_form else ""
-        lines.append(f"{_MARKS[item.status]} {label or item.content}")
+        lines.append(f"{_MARKS[item.status]} {' '.join((label or item.content).split())}")
     return "\n".join(lines)
 
 
@@ -95,19 +99,20 @@ def todos_from_entries(
     an error (the tool never ran it, or a human denied it); anything else in ``entries`` is
     ignored, so garbage is tolerated.
     """
-    failed: set[str] = set()
+    # Walking backwards, each call meets the result that follows it first. Pairing by the
+    # nearest result (not by id alone) keeps a reused call id from voiding an older call.
+    failed: dict[str, bool] = {}
     for entry in reversed(entries):
-        if isinstance(entry, ToolResultEntry) and entry.is_error:
-            failed.add(entry.call_id)
-        elif (
-            isinstance(entry, ToolCallEntry)
-            and entry.name == tool_name
-            and entry.call_id not in failed
-        ):
+        if isinstance(entry, ToolResultEntry):
+            failed[entry.call_id] = entry.is_error
+        elif isinstance(entry, ToolCallEntry):
+            errored = failed.pop(entry.call_id, False)
+            if entry.name != tool_name or errored:
+                continue
             try:
                 args = json.loads(entry.arguments or "{}")
                 return list(_one_in_progress(_parse_items(args)))
-            except (ValueError, InvalidToolArguments):
+            except (ValueError, RecursionError, InvalidToolArguments):
                 continue
     return []
 

@@ -260,6 +260,12 @@ def _tree_operands(words: tuple[str, ...]) -> list[str]:
             f.startswith(("--recursive", "--dereference-recursive", "--directories=recurse"))
             for f in flags
         )
+        if any(  # -d recurse, --directories recurse: -r spelled out
+            value == "recurse" and (flag == "--directories" or _short_flag_ending(flag, "d"))
+            for flag, value in zip(args, args[1:], strict=False)
+        ):
+            recursive = True
+            operands.remove("recurse")  # the option's value, not the pattern or a path
         if not recursive:
             return []
     elif name in _RECURSIVE_FLAG_COMMANDS:
@@ -276,6 +282,11 @@ def _tree_operands(words: tuple[str, ...]) -> list[str]:
     if name in _PATTERN_FIRST and len(operands) <= 1:
         operands.append(".")  # no path operand: the search reads its cwd
     return operands
+
+
+def _short_flag_ending(word: str, letter: str) -> bool:
+    """Whether ``word`` is a cluster of short options whose last one is ``letter``."""
+    return word.startswith("-") and not word.startswith("--") and word.endswith(letter)
 
 
 def _cd_target(words: tuple[str, ...]) -> str | None:
@@ -521,6 +532,9 @@ class _Lexer:
                 self.quoted = True
                 if not self.double_quoted():
                     return False
+            elif s.startswith("$'", self.i):
+                if not self.ansi_c_quoted():
+                    return False
             elif c == "`" or s.startswith("$(", self.i) or c == "$":
                 if not self.dollar_or_backtick():
                     return False
@@ -604,13 +618,32 @@ class _Lexer:
         # A run-time value: the whole expansion is one dynamic part, so the literal text
         # around it (the word's tail and static text) is exactly what the shell adds.
         end = variable.end() if variable is not None else self.i + 1
+        default = None
         if variable is None and s.startswith("${", self.i):
             close = s.find("}", self.i + 2)
             end = close + 1 if close > 0 else end
+            default = _expansion_word(s[self.i + 2 : close]) if close > 0 else None
         elif variable is None and s[self.i + 1 : self.i + 2] in tuple("@*#?$!-0123456789"):
             end = self.i + 2
         self.add(s[self.i : end], dynamic=True)
+        if default is not None:
+            self.static.append(default)  # what ${x:-word} and kin give when x is unset
         self.i = end
+        return True
+
+    def ansi_c_quoted(self) -> bool:
+        """bash's ``$'...'`` with its escapes decoded. dash reads a ``$`` and a quoted
+        string instead, but ``/bin/sh`` is bash on some systems, where ``$'\\x2eenv'`` is
+        ``.env``."""
+        s = self.s
+        end = self.i + 2
+        while end < len(s) and s[end] != "'":
+            end += 2 if s[end] == "\\" else 1
+        if end >= len(s):
+            return False
+        self.add(_ANSI_C_ESCAPE.sub(_ansi_c_char, s[self.i + 2 : end]))
+        self.quoted = True
+        self.i = end + 1
         return True
 
     def at_value_start(self) -> bool:
@@ -650,6 +683,37 @@ class _Lexer:
                     self.substitutions += _substitutions(line)
             self.heredoc_texts.append("\n".join(body))
         self.heredocs.clear()
+
+
+_EXPANSION_DEFAULT = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]):?[-=+](.*)$", re.S)
+_ANSI_C_ESCAPE = re.compile(
+    r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c.|.)", re.S
+)
+_ANSI_C_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b",
+                  "E": "\x1b", "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"',
+                  "?": "?"}  # fmt: skip
+
+
+def _expansion_word(inner: str) -> str | None:
+    """The literal word of ``${name:-word}``, ``${name=word}``, ``${name:+word}`` and kin
+    (quotes removed), which the shell substitutes for an unset or empty ``name``; ``None``
+    for other expansions and for a word that itself expands."""
+    match = _EXPANSION_DEFAULT.match(inner)
+    if match is None or any(c in match.group(1) for c in "$`\\"):
+        return None
+    return match.group(1).replace("'", "").replace('"', "")
+
+
+def _ansi_c_char(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if code[0] in "xuU" and len(code) > 1:
+        value = int(code[1:], 16)
+        return chr(value) if value <= 0x10FFFF else ""
+    if code[0] in "01234567":
+        return chr(int(code, 8) & 0xFF)
+    if code[0] == "c" and len(code) == 2:
+        return chr(ord(code[1]) & 0x1F)
+    return _ANSI_C_SIMPLE.get(code, "\\" + code)  # bash keeps an unknown escape as is
 
 
 def _substitutions(text: str) -> list[str]:

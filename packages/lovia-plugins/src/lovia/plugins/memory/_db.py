@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sqlite3
 import threading
 import weakref
@@ -16,14 +17,39 @@ from typing import TypeVar
 
 from lovia.exceptions import StoreError
 
-__all__ = ["ArchiveDB", "ArchiveError"]
+__all__ = ["ArchiveDB", "ArchiveError", "storable"]
 
 _T = TypeVar("_T")
 _BUSY_TIMEOUT_SECONDS = 30.0
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """``text`` with lone surrogates (half an escaped emoji, say) as U+FFFD.
+
+    A Python string may hold them, but neither a UTF-8 file nor SQLite can.
+    """
+    return _SURROGATE.sub("\ufffd", text)
 
 
 class ArchiveError(StoreError):
     """The memory archive (``archive.db``) is unreadable or a write to it failed."""
+
+
+def _hint(exc: sqlite3.Error) -> str:
+    """Only a damaged file is worth moving aside; a busy one just needs its writer to end."""
+    message = str(exc).lower()
+    if "locked" in message or "busy" in message:
+        return (
+            f"another process held the archive for over {_BUSY_TIMEOUT_SECONDS:g} s; "
+            "retry once its write ends (the file is not damaged)"
+        )
+    if isinstance(exc, sqlite3.OperationalError) and "malformed" not in message:
+        return "check the disk and the file's permissions (the notes in MEMORY.md are not affected)"
+    return (
+        "if the file is corrupt, move it aside; a new one is created "
+        "(the notes in MEMORY.md are not affected)"
+    )
 
 
 class ArchiveDB:
@@ -78,9 +104,7 @@ class ArchiveDB:
                 return out
             except sqlite3.Error as exc:
                 raise ArchiveError(
-                    f"memory archive {self.path} failed: {exc}",
-                    hint="if the file is corrupt, move it aside; a new one is created "
-                    "(the notes in MEMORY.md are not affected)",
+                    f"memory archive {self.path} failed: {exc}", hint=_hint(exc)
                 ) from exc
 
     async def read(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:

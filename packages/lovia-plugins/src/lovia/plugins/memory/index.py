@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from lovia.exceptions import UserError
 
-from ._db import ArchiveDB
+from ._db import ArchiveDB, storable
 
 __all__ = ["Doc", "Fusable", "Hit", "HybridIndex", "Index", "KeywordIndex", "search_terms"]
 
@@ -34,6 +34,9 @@ _log = logging.getLogger("lovia.plugins.memory")
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 _WORD = re.compile(r"\w+")
+MAX_QUERY_TERMS = 64
+"""A query searches its first terms only: SQLite caps an expression's depth (1,000), and a
+pasted page of words would only dilute the ranking anyway."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,26 +144,26 @@ class KeywordIndex(Fusable):
 
     def _add(self, conn: sqlite3.Connection, docs: Sequence[Doc]) -> None:
         for doc in docs:
-            meta = json.dumps(doc.meta, ensure_ascii=False)
+            text, meta = storable(doc.text), storable(json.dumps(doc.meta, ensure_ascii=False))
             row = conn.execute("SELECT rowid FROM memory_docs WHERE id = ?", (doc.id,)).fetchone()
             if row is None:
                 cur = conn.execute(
                     "INSERT INTO memory_docs (id, text, meta, when_) VALUES (?, ?, ?, ?)",
-                    (doc.id, doc.text, meta, doc.when),
+                    (doc.id, text, meta, doc.when),
                 )
                 rowid = cur.lastrowid
             else:
                 rowid = row[0]
                 conn.execute(
                     "UPDATE memory_docs SET text = ?, meta = ?, when_ = ? WHERE rowid = ?",
-                    (doc.text, meta, doc.when, rowid),
+                    (text, meta, doc.when, rowid),
                 )
                 if self.fts:
                     conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (rowid,))
             if self.fts:
                 conn.execute(
                     "INSERT INTO memory_fts (rowid, body) VALUES (?, ?)",
-                    (rowid, _spell_cjk(doc.text, indexing=True)),
+                    (rowid, _spell_cjk(text, indexing=True)),
                 )
 
     async def remove(self, ids: Sequence[str]) -> None:
@@ -176,7 +179,7 @@ class KeywordIndex(Fusable):
                 conn.execute("DELETE FROM memory_docs WHERE rowid = ?", (row[0],))
 
     async def search(self, query: str, k: int = 5) -> list[Hit]:
-        terms = search_terms(query)
+        terms = search_terms(query)[:MAX_QUERY_TERMS]
         if not terms or k <= 0:
             return []
         return await self.db.read(lambda conn: self._search(conn, terms, k))

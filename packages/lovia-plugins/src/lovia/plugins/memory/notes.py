@@ -23,10 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from ._db import storable
+
 __all__ = [
     "FileNotesStore",
     "Note",
     "NotesStore",
+    "decode_hand_edited",
     "dedupe_notes",
     "normalise_fact",
     "parse_notes",
@@ -35,6 +38,8 @@ __all__ = [
     "write_atomic",
 ]
 
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x7f]")
+"""Control characters that are not whitespace (``str.split`` turns the others to spaces)."""
 _LINE = re.compile(r"^\s*[-*]\s+(?:\[(\d{4}-\d{2})\](?=\s|$))?\s*(.*?)\s*$")
 
 
@@ -60,8 +65,8 @@ def this_month() -> str:
 
 
 def normalise_fact(fact: str) -> str:
-    """One line, single spaces, no bullet or trailing full stop."""
-    text = " ".join(fact.split())
+    """One printable line, single spaces, no bullet or trailing full stop."""
+    text = " ".join(storable(_CONTROL.sub("", fact)).split())
     text = re.sub(r"^[-*]\s+", "", text)
     return text.rstrip(".").strip()
 
@@ -85,7 +90,7 @@ def dedupe_notes(notes: Iterable[Note]) -> list[Note]:
 def parse_notes(text: str) -> list[Note]:
     """The bullet lines of ``text`` as notes; every other line is ignored."""
     notes = []
-    for line in text.splitlines():
+    for line in text.removeprefix("\ufeff").splitlines():  # editors on Windows add a BOM
         match = _LINE.match(line)
         if match:
             notes.append(Note(match.group(2), match.group(1) or ""))
@@ -109,7 +114,7 @@ class FileNotesStore:
 
     def load(self) -> list[Note]:
         try:
-            return parse_notes(self.path.read_text(encoding="utf-8", errors="replace"))
+            return parse_notes(decode_hand_edited(self.path.read_bytes()))
         except FileNotFoundError:
             return []
 
@@ -119,7 +124,7 @@ class FileNotesStore:
     def read_body(self) -> str:
         """The file as it is on disk (``""`` when absent)."""
         try:
-            return self.path.read_text(encoding="utf-8", errors="replace")
+            return decode_hand_edited(self.path.read_bytes())
         except FileNotFoundError:
             return ""
 
@@ -135,6 +140,23 @@ class FileNotesStore:
                 yield
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def decode_hand_edited(raw: bytes) -> str:
+    """UTF-8, with any line that is not UTF-8 read as Windows-1252 (what a legacy editor on
+    Windows writes), so a hand edit's accents survive the next save instead of turning
+    into U+FFFD for good."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "\n".join(_decode_line(line) for line in raw.split(b"\n"))
+
+
+def _decode_line(line: bytes) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError:
+        return line.decode("cp1252", errors="replace")
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -138,6 +138,8 @@ class Memory:
         self.dream_every_days = dream_every_days
         self.model = model
         self._lock = threading.Lock()
+        self._dreaming = threading.Lock()
+        """Held for a whole dream, model call included: dreams never overlap."""
         self._pending: set[asyncio.Task[None]] = set()
 
     def __repr__(self) -> str:
@@ -319,8 +321,14 @@ class Memory:
             except Exception:  # noqa: BLE001 - fail open: messages are already ingested
                 _log.warning("memory: curating run %s failed", result.run_id, exc_info=True)
         try:
-            if await asyncio.to_thread(self._dream_due) and model is not None:
-                await self._dream(model)
+            release = await self._claim_dream(wait=False)
+            if release is None:
+                return  # another dream of these notes is running: it covers this one
+            try:
+                if await asyncio.to_thread(self._dream_due) and model is not None:
+                    await self._dream(model)
+            finally:
+                release()
         except Exception:  # noqa: BLE001 - fail open: dreaming is an optimisation
             _log.warning("memory: dreaming failed", exc_info=True)
 
@@ -397,7 +405,62 @@ class Memory:
             raise UserError(
                 "Memory.dream() needs a model", hint="pass dream(model=...) or Memory(model=...)"
             )
-        return await self._dream(model)
+        release = await self._claim_dream(wait=True)
+        assert release is not None  # a waiting claim always lands
+        try:
+            return await self._dream(model)
+        finally:
+            release()
+
+    async def _claim_dream(self, *, wait: bool) -> Callable[[], None] | None:
+        """The dream slot, off-loop; ``None`` when it is busy and ``wait`` is false.
+
+        A claim that lands after its waiter was cancelled is released at once.
+        """
+        claim = asyncio.ensure_future(asyncio.to_thread(self._claim_dream_blocking, wait))
+        try:
+            return await asyncio.shield(claim)
+        except asyncio.CancelledError:
+
+            def release_late(done: asyncio.Future[Callable[[], None] | None]) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    release = done.result()
+                    if release is not None:
+                        release()
+
+            claim.add_done_callback(release_late)
+            raise
+
+    def _claim_dream_blocking(self, wait: bool) -> Callable[[], None] | None:
+        """Take this memory's dream lock and, for ``FileNotesStore``, an ``flock`` on
+        ``.dreaming.lock`` (so two processes never dream at once either)."""
+        if not self._dreaming.acquire(blocking=wait):
+            return None
+        handle = None
+        try:
+            if isinstance(self.notes, FileNotesStore):
+                import fcntl
+
+                self.root.mkdir(parents=True, exist_ok=True)
+                handle = open(self.root / ".dreaming.lock", "a")  # noqa: SIM115 - held past here
+                fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            if handle is not None:
+                handle.close()
+            self._dreaming.release()
+            return None
+        except BaseException:
+            if handle is not None:
+                handle.close()
+            self._dreaming.release()
+            raise
+
+        def release() -> None:
+            if handle is not None:
+                handle.close()  # closing the file drops the flock
+            self._dreaming.release()
+
+        return release
 
     async def _dream(self, model: Any) -> tuple[int, int]:
         snapshot = await asyncio.to_thread(self.notes.load)

@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ._db import ArchiveDB
+from ._db import ArchiveDB, storable
 from .index import Doc, Fusable, Hit, _doc_of
 
 __all__ = ["Embedder", "VectorIndex"]
@@ -87,8 +87,8 @@ class VectorIndex(Fusable):
         rows = [
             (
                 d.id,
-                d.text,
-                json.dumps(d.meta, ensure_ascii=False),
+                storable(d.text),
+                storable(json.dumps(d.meta, ensure_ascii=False)),
                 d.when,
                 math.sqrt(math.fsum(x * x for x in v)),
                 _pack(v),

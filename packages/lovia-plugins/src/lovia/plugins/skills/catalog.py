@@ -178,7 +178,15 @@ def _resolve_inside(skill: Skill, relpath: str) -> Path:
         raise SkillsError(
             f"invalid path {relpath!r}", skill_name=skill.name, hint="give a relative path"
         )
-    target = (root / relpath).resolve()
+    try:
+        target = (root / relpath).resolve()
+        is_file = target.is_file()
+    except OSError as exc:  # a name too long, a loop: the OS refuses the path itself
+        raise SkillsError(
+            f"cannot read {relpath[:100]!r}: {exc.strerror or exc}",
+            skill_name=skill.name,
+            hint="load_skill lists the skill's files",
+        ) from None
     if not target.is_relative_to(root):
         raise SkillsError(
             f"{relpath!r} is outside skill {skill.name!r}",
@@ -186,7 +194,7 @@ def _resolve_inside(skill: Skill, relpath: str) -> Path:
             path=relpath,
             hint="read_skill_file only reads files inside the skill's own folder",
         )
-    if not target.is_file():
+    if not is_file:
         raise SkillsError(
             f"skill {skill.name!r} has no file {relpath!r}",
             skill_name=skill.name,
@@ -224,7 +232,10 @@ def _one_line(value: Any, cap: int) -> str:
 
 def _index_line(skill: Skill) -> str:
     line = f"- {skill.name}: {_one_line(skill.description, _INDEX_DESCRIPTION_CHARS)}"
-    extras = [f"{k}: {_one_line(v, _INDEX_EXTRA_CHARS)}" for k, v in skill.metadata.extra.items()]
+    extras = [
+        f"{_one_line(k, _INDEX_EXTRA_CHARS)}: {_one_line(v, _INDEX_EXTRA_CHARS)}"
+        for k, v in skill.metadata.extra.items()
+    ]
     if extras:
         line += f" ({'; '.join(extras)})"
     return line

@@ -5,13 +5,16 @@ leading blank lines are fine) and strict about *structure*: the opening ``---`` 
 its line (an indented one is not a delimiter), and a block whose YAML is not a mapping is a
 Markdown thematic break, so the file has no frontmatter and nothing is cut from it. An
 unterminated block is not frontmatter either, so the body is never truncated. Malformed
-YAML yields empty metadata; the skill is then rejected for its missing description.
+YAML yields empty metadata; the skill is then rejected for its missing description. So does
+hostile YAML: aliases are refused (a "billion laughs" block would expand exponentially in
+anything that renders the extras) and nesting deep enough to exhaust the stack is malformed.
 
 pyyaml is imported here, on the first parse, never by ``import lovia.plugins``.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,14 +106,31 @@ def parse_frontmatter(text: str) -> tuple[dict[str, Any], str]:
     import yaml  # type: ignore[import-untyped]
 
     try:
-        data = yaml.safe_load(block)
-    except yaml.YAMLError:
+        data = yaml.load(block, Loader=_loader())  # a SafeLoader subclass
+    except (yaml.YAMLError, RecursionError):
         return {}, body
     if data is None:
         return {}, body
     if not isinstance(data, dict):
         return {}, text  # a thematic break around prose, not a frontmatter block
     return {str(k): v for k, v in data.items()}, body
+
+
+@functools.cache
+def _loader() -> type[Any]:
+    """``yaml.SafeLoader`` that refuses aliases (built on first use: pyyaml stays lazy)."""
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):  # type: ignore[misc]
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, "aliases are not allowed in skill frontmatter", event.start_mark
+                )
+            return super().compose_node(parent, index)
+
+    return NoAliasLoader
 
 
 def parse_skill(text: str, path: Path) -> Skill:
