@@ -293,7 +293,7 @@ class Report:
     def from_dict(cls, data: Any) -> Report:
         """Rebuild a report; raises ``ReportError`` naming the first bad field."""
         r = _Reader(data, "report")
-        if r.get("schema", str) != _SCHEMA:
+        if r.data.get("schema") != _SCHEMA:
             raise ReportError("this is not a lovia eval report (no 'schema' marker)")
         version = r.get("version", int)
         if version != SCHEMA_VERSION:
