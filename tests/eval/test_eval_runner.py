@@ -115,9 +115,12 @@ async def test_a_factory_is_called_per_sample_and_a_plain_agent_is_reused() -> N
 async def test_an_agent_without_case_model_is_reused_as_is() -> None:
     agent = Agent("fixed", model=ScriptedProvider([text("one"), text("two")]))
     seen: list[Agent[Any]] = []
-    report = await evaluate(
-        agent, [Case("q", [lambda r: seen.append(r.final_agent) is None], samples=2)]
-    )
+
+    def remember(result: RunResult[Any]) -> bool:
+        seen.append(result.final_agent)
+        return True
+
+    report = await evaluate(agent, [Case("q", [remember], samples=2)])
     assert report.passed and seen == [agent, agent]
 
 

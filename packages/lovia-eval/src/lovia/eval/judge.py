@@ -25,7 +25,12 @@ if TYPE_CHECKING:
     from lovia.providers.base import Provider
     from lovia.runtime.result import RunResult
 
-__all__ = ["JUDGE_MODEL_ENV", "Verdict", "judge_prompt", "llm_judge"]
+__all__ = [
+    "JUDGE_MODEL_ENV",
+    "Verdict",
+    "judge_prompt",
+    "llm_judge",
+]
 
 JUDGE_MODEL_ENV = "LOVIA_EVAL_JUDGE_MODEL"
 """The environment variable naming the judge's model when ``model=`` is not given."""

@@ -57,10 +57,10 @@ if TYPE_CHECKING:
     from .checks import Check
 
 __all__ = [
-    "RECORDING_VERSION",
-    "RecordingProvider",
     "Interaction",
+    "RECORDING_VERSION",
     "Recording",
+    "RecordingProvider",
     "ReplayProvider",
     "canonical_request",
     "fork",

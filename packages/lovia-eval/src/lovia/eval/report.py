@@ -28,12 +28,12 @@ from .checks import CheckResult
 from .errors import DuplicateCaseError, ReportError
 
 __all__ = [
-    "SCHEMA_VERSION",
     "CaseChange",
     "CaseResult",
     "Diff",
     "Report",
     "ReportStatus",
+    "SCHEMA_VERSION",
     "SampleResult",
     "pass_at_k",
     "wilson_interval",
