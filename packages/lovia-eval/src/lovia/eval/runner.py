@@ -33,12 +33,13 @@ from lovia.parts import text_of
 from lovia.runner import Runner
 from lovia.transcript import InputEntry
 
-from .checks import Check, _check_unit, run_check
+from .checks import Check, CheckResult, _check_unit, run_check
 from .report import CaseResult, Report, ReportStatus, SampleResult
 
 if TYPE_CHECKING:
     from lovia.providers.base import Provider
     from lovia.runner import RunInput, RunOptions
+    from lovia.runtime.result import RunResult
 
     from .progress import Progress
 
@@ -328,7 +329,7 @@ async def _run_sample(
         error = f"{type(exc).__name__}: {exc}"
         return SampleResult(index=index, passed=False, error=error, latency=latency)
     latency = time.perf_counter() - started
-    checks = await asyncio.gather(*(run_check(c, result) for c in case.checks))
+    checks = await _run_checks(case.checks, result)
     return SampleResult(
         index=index,
         passed=all(c.passed for c in checks),
@@ -339,6 +340,12 @@ async def _run_sample(
         cost=_cost(price, result.usage),
         turns=result.turns,
     )
+
+
+async def _run_checks(checks: Sequence[Check], result: RunResult[Any]) -> list[CheckResult]:
+    if len(checks) <= 1:  # no task to spawn: saves an event-loop round trip per sample
+        return [await run_check(c, result) for c in checks]
+    return list(await asyncio.gather(*(run_check(c, result) for c in checks)))
 
 
 def _cost(price: PriceFn | None, usage: Usage) -> float | None:
