@@ -4,9 +4,7 @@ server, then replay the run offline: the server sees no request during the repla
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +16,8 @@ from lovia.eval import Recording, RecordingProvider, contains, evaluate, recorde
 from lovia.providers.openai_chat import OpenAIChatProvider
 from lovia.tools.base import tool
 
+from tests.core.providers.conftest import _start as start_server
+from tests.core.providers.conftest import _stop as stop_server
 from tests.support import free_port, require
 
 
@@ -27,37 +27,15 @@ def llmock_url() -> Iterator[str]:
     require(exe is not None, "llmock is not installed (uv sync --group dev)")
     assert exe is not None
     port = free_port()
-    proc = subprocess.Popen(
+    # The provider tests' process helpers: readiness from the server's own log line.
+    proc, _log = start_server(
         [exe, "serve", "--host", "127.0.0.1", "--port", str(port), "--response-style", "static"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    ready = threading.Event()
-    log: list[str] = []
-
-    def drain() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            log.append(line)
-            if "Uvicorn running" in line:
-                ready.set()
-        ready.set()  # the process ended: let the waiter see it
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
+        ready="Uvicorn running",
+    )
     try:
-        if not ready.wait(60) or proc.poll() is not None:
-            pytest.fail("llmock did not start:\n" + "".join(log))
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        reader.join(10)
-        assert proc.stdout is not None
-        proc.stdout.close()
+        stop_server(proc)
 
 
 def _requests_seen(url: str) -> int:
