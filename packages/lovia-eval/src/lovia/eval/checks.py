@@ -23,7 +23,7 @@ import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from lovia.exceptions import UserError
 from lovia.transcript import ToolCallEntry, ToolResultEntry, to_json_safe
@@ -76,8 +76,15 @@ class CheckResult:
 CheckOutcome = Union[CheckResult, bool]
 """What a check returns: a ``CheckResult`` or a plain ``bool``."""
 
-Check = Callable[["RunResult[Any]"], Union[CheckOutcome, Awaitable[CheckOutcome]]]
-"""Any ``(RunResult) -> CheckResult | bool`` callable, sync or async."""
+
+class Check(Protocol):
+    """The check seam: any callable ``(RunResult) -> CheckResult | bool``, sync or async.
+
+    Structural, so a plain function (``def short(result) -> bool``) or an ``async def`` is
+    a check as written; ``Matcher`` is the built-in, named implementation.
+    """
+
+    def __call__(self, result: RunResult[Any], /) -> CheckOutcome | Awaitable[CheckOutcome]: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,7 +95,7 @@ class Matcher:
     """
 
     name: str
-    fn: Check
+    fn: Callable[[RunResult[Any]], CheckOutcome | Awaitable[CheckOutcome]]
 
     def __call__(self, result: RunResult[Any]) -> CheckOutcome | Awaitable[CheckOutcome]:
         return self.fn(result)
