@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pty
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -207,3 +208,43 @@ def test_the_example_recordings_are_what_record_writes(tmp_path: Path) -> None:
     for name in shipped:
         fresh = (tmp_path / "recordings" / name).read_text(encoding="utf-8")
         assert fresh == (EXAMPLE.parent / "recordings" / name).read_text(encoding="utf-8"), name
+
+
+HANGING_SUITE = '''
+import asyncio
+from lovia import Agent
+from lovia.eval import Case, Suite
+from lovia.testing import ScriptedProvider, call, text
+from lovia.tools.base import tool
+
+@tool
+async def hang() -> str:
+    """Waits forever."""
+    await asyncio.Event().wait()
+    return "never"
+
+suite = Suite(agent=Agent("a", tools=[hang]), cases=[
+    Case("q", model=lambda: ScriptedProvider([call("hang"), text("x")])),
+])
+'''
+
+
+def test_ctrl_c_cancels_the_runs_and_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "hang.py").write_text(HANGING_SUITE, encoding="utf-8")
+    proc = subprocess.Popen(
+        [str(LOVIA), "eval", "hang.py"], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        # A shell may start us with SIGINT ignored; the command must see it as a user would.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.readline() == "running 1 case(s), 1 sample(s)\n"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130
+    assert err == "lovia eval: interrupted\n" and out == ""
