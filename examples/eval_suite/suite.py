@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from lovia import Agent
+from lovia.context_policy import NoopContextPolicy
 from lovia.eval import (
     Check,
     Recording,
@@ -62,6 +63,9 @@ agent = Agent(
     "travel-money",
     instructions="You help travellers with money. Use the convert tool for every conversion.",
     tools=[convert],
+    # Pinned: a recording holds the tools each request offered, and the default policy
+    # (Compaction, when lovia-context is installed) adds its recall tool.
+    context_policy=NoopContextPolicy(),
 )
 
 JUDGE_RUBRIC = "The answer states the converted amount and says clearly whether it is enough."

@@ -26,6 +26,7 @@ async def test_the_judge_grades_with_its_own_model_and_passes_at_the_threshold()
         "llm_judge('Names the capital of France.')", True, 0.9, "Names the capital correctly."
     )
     assert judge_model.settings[0] is not None and judge_model.settings[0].temperature == 0.0
+    assert judge_model.tools == [()]  # the judge is offered no tool, not even a recall tool
 
 
 async def test_a_score_below_the_threshold_fails() -> None:

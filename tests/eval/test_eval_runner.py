@@ -431,3 +431,12 @@ async def test_a_check_result_keeps_its_custom_score() -> None:
     case = Case("q", [lambda r: CheckResult("half", True, 0.5, "partial")], model=replying("x"))
     report = await evaluate(AGENT, [case])
     assert report.cases[0].samples[0].checks == (CheckResult("half", True, 0.5, "partial"),)
+
+
+def test_case_metadata_is_copied_and_validated() -> None:
+    shared = {"owner": "a"}
+    first, second = Case("q", metadata=shared), Case("r")
+    shared["owner"] = "changed"
+    assert first.metadata == {"owner": "a"} and second.metadata == {}
+    with pytest.raises(UserError, match="metadata must be a mapping"):
+        Case("q", metadata=["not", "a", "mapping"])

@@ -63,6 +63,7 @@ def llm_judge(
     ``threshold`` is outside ``[0, 1]``.
     """
     from lovia.agent import Agent
+    from lovia.context_policy import NoopContextPolicy
 
     if not rubric.strip():
         raise UserError("llm_judge(): the rubric is empty", hint="say what a good answer does")
@@ -80,6 +81,9 @@ def llm_judge(
         model=judge_model,
         output_type=Verdict,
         settings=ModelSettings(temperature=0.0),
+        # A one-turn grading call needs no compaction, and the default policy would offer
+        # the judge a recall tool (and make its requests depend on what is installed).
+        context_policy=NoopContextPolicy(),
     )
     label = name or f"llm_judge({rubric[:40]!r})"
 

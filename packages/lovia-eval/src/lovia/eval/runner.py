@@ -118,6 +118,9 @@ class Case:
                     f"Case {self.name!r}: {check!r} is not a check",
                     hint="a check is a callable (RunResult) -> CheckResult | bool",
                 )
+        if not isinstance(self.metadata, Mapping):
+            raise UserError(f"Case.metadata must be a mapping, got {type(self.metadata).__name__}")
+        object.__setattr__(self, "metadata", dict(self.metadata))  # never shared between cases
         if not self.name:
             object.__setattr__(self, "name", _name_of(self.input))
 
