@@ -287,6 +287,10 @@ class _Run:
         child.task = asyncio.get_running_loop().create_task(
             self._life(child), name=f"subagent:{spec.id}"
         )
+        # A task cancelled before its first step never runs `_life` (nor its `finally`): mark
+        # the child done when the task ends, however it ends. The run loop can go from this
+        # tool to a `cancel_subagent` call without yielding to the event loop in between.
+        child.task.add_done_callback(lambda _task: child.done.set())
         if self.plugin.deliver is not None:
             self.plugin._detached.add(child.task)
             child.task.add_done_callback(self.plugin._detached.discard)
