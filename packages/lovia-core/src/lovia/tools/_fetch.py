@@ -215,21 +215,35 @@ async def _decoded(response: httpx.Response) -> AsyncIterator[bytes]:
     """The body, decompressed a bounded step at a time.
 
     httpx inflates each network read whole, so one 64 KiB read of a compression bomb would
-    become tens of megabytes before the cap could cut it. gzip and deflate (the encodings
-    we ask for) are inflated here instead, never more than ``_INFLATE_STEP`` at once.
+    become tens of megabytes before the cap could cut it (and a body gzipped twice, which
+    httpx also decodes whole, gigabytes). gzip and deflate (the encodings we ask for) are
+    inflated here instead, layer by layer, never more than ``_INFLATE_STEP`` at once; any
+    other encoding is refused, since it could not be bounded.
     """
-    encoding = response.headers.get("content-encoding", "").strip().lower()
-    if encoding not in ("gzip", "x-gzip", "deflate"):
-        async for chunk in response.aiter_bytes():
-            yield chunk
-        return
-    gzip = encoding != "deflate"
+    header = response.headers.get("content-encoding", "")
+    layers = [e.strip().lower() for e in header.split(",")]
+    layers = [e for e in layers if e and e != "identity"]
+    unknown = [e for e in layers if e not in ("gzip", "x-gzip", "deflate")]
+    if unknown:
+        raise ToolError(
+            f"{response.url.host} sent a body in content-encoding {', '.join(unknown)}, "
+            "which was not asked for (only gzip and deflate are accepted)"
+        )
+    body: AsyncIterator[bytes] = response.aiter_raw()
+    for encoding in reversed(layers):  # the header lists them in the order they were applied
+        body = _inflate(body, gzip=encoding != "deflate")
+    async for chunk in body:
+        yield chunk
+
+
+async def _inflate(data_chunks: AsyncIterator[bytes], *, gzip: bool) -> AsyncIterator[bytes]:
+    """One gzip or deflate layer of ``data_chunks``, at most ``_INFLATE_STEP`` bytes a step."""
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS if gzip else zlib.MAX_WBITS)
     first = True
-    async for data in response.aiter_raw():
+    async for data in data_chunks:
         if first and not gzip and data and data[0] & 0x0F != 8:
             inflater = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, no zlib header
-        first = False
+        first = first and not data
         while True:  # a full step may leave output pending even with no input left
             out = inflater.decompress(data, _INFLATE_STEP)
             data = inflater.unconsumed_tail
