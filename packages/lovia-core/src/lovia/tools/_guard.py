@@ -55,8 +55,8 @@ def blocked_reason(address: str) -> str | None:
         ip = ipaddress.ip_address(address)
     except ValueError:
         return "not an IP address"
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped  # ::ffff:127.0.0.1 reaches 127.0.0.1
+    if isinstance(ip, ipaddress.IPv6Address):
+        ip = _embedded_ipv4(ip) or ip
     # The named classes first (the message says which), then everything else that is not
     # globally routable (shared address space, documentation and benchmark networks, ...).
     for reason, hit in (
@@ -71,6 +71,21 @@ def blocked_reason(address: str) -> str | None:
         if hit:
             return reason
     return None
+
+
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+"""The well-known NAT64 prefix (RFC 6052): a DNS64 resolver maps every IPv4 address in it."""
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address reaches: IPv4-mapped (``::ffff:127.0.0.1``), NAT64
+    (``64:ff9b::7f00:1``) and 6to4 (``2002:7f00:1::``). Each is judged as that address, so
+    the verdict does not depend on how the Python version classifies the IPv6 range."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip in _NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return ip.sixtofour
 
 
 def check_addresses(host: str, addresses: Iterable[str]) -> str:
