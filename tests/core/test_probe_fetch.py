@@ -79,3 +79,19 @@ async def test_identity_and_case_are_tolerated(site: Site) -> None:
     )
     entry = await run_tool(http_request, {"url": site.url("/i")})
     assert entry.output.endswith("\n\nplain")
+
+
+@pytest.mark.parametrize("charset", ["hex", "rot13", "base64", "zlib", "idna", "punycode"])
+@pytest.mark.parametrize("where", ["header", "meta"])
+async def test_a_codec_that_is_no_charset_falls_back_to_utf8(
+    site: Site, charset: str, where: str
+) -> None:
+    if where == "header":
+        body, ctype = "<p>héllo wörld</p>", f"text/html; charset={charset}"
+    else:
+        body, ctype = f'<meta charset="{charset}"><p>héllo wörld</p>', "text/html"
+    site.routes["/c"] = lambda h: send(h, 200, body.encode(), ctype)
+    for tool in (http_request, read_page):
+        entry = await run_tool(tool, {"url": site.url("/c")})
+        assert not entry.is_error, entry.output
+        assert "héllo wörld" in entry.output

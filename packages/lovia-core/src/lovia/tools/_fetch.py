@@ -296,10 +296,10 @@ def decode_text(body: bytes, charset: str | None, *, html: bool) -> str:
     for name in candidates:
         if name:
             try:
-                codec = codecs.lookup(name).name
-            except LookupError:
+                return body.decode(codecs.lookup(name).name, errors="replace")
+            except (LookupError, UnicodeError):
+                # Unknown, or a codec that is no charset ("hex", "rot13", "idna"): next one.
                 continue
-            return body.decode(codec, errors="replace")
     return body.decode("utf-8", errors="replace")
 
 
