@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import gc
 
-from lovia import Agent, Runner
+from lovia import Agent, Runner, ToolResultEntry
 from lovia.testing import ScriptedProvider, call, text
 from lovia.tools import HumanChannel, HumanQuestion, ask_human
 
@@ -25,7 +25,8 @@ async def _ask_and_answer_by_polling(channel: HumanChannel, question: str) -> No
         await asyncio.sleep(0)  # the run reaches its tool call in a few loop iterations
     channel.answer(channel.pending[0].id, "yes")
     result = await run
-    assert result.entries[2].output == "The human answered: yes"
+    (entry,) = [e for e in result.entries if isinstance(e, ToolResultEntry)]
+    assert entry.output == "The human answered: yes"
 
 
 async def test_questions_answered_through_pending_are_not_kept() -> None:
