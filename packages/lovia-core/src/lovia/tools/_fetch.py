@@ -165,14 +165,24 @@ async def _exchange(
         except httpx.HTTPError as exc:
             raise ToolError(f"cannot reach {host}: {exc or type(exc).__name__}") from None
         try:
-            if response.next_request is not None:
-                request = response.next_request
+            following = response.next_request
+            if following is not None and not _resends_elsewhere(request, following):
+                request = following
                 _check_scheme(str(request.url))
                 continue
             return await _read(response, max_bytes)
         finally:
             await response.aclose()
     raise ToolError(f"{url} redirected more than {MAX_REDIRECTS} times")
+
+
+def _resends_elsewhere(sent: httpx.Request, following: httpx.Request) -> bool:
+    """Whether a redirect would send a write (a 307/308 keeps the method and body) to
+    another origin: nobody approved that, so the redirect itself is the answer."""
+    if following.method in ("GET", "HEAD", "OPTIONS"):
+        return False
+    origin = (sent.url.scheme, sent.url.host, sent.url.port)
+    return (following.url.scheme, following.url.host, following.url.port) != origin
 
 
 async def _read(response: httpx.Response, max_bytes: int) -> Fetched:
