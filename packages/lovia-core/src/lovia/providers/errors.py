@@ -67,6 +67,18 @@ _OVERFLOW_NEEDLES = (
     "exceed context limit",
     "maximum prompt length",
 )
+_TRANSIENT_NEEDLES = (
+    "overloaded",
+    "server_error",
+    "rate_limit",
+    "timeout",
+    "internal",
+    "api_error",
+    "unavailable",
+    "capacity",
+    "disconnect",
+)
+"""Words of an error sent inside a stream, with no status, that a retry can outlast."""
 _RATE_LIMIT_NEEDLES = ("rate limit", "rate_limit", "per minute", "per min", "tpm", "rpm", "quota")
 
 # Numbers that state a window: "maximum context length is 8192", "> 200000 maximum",
@@ -350,8 +362,7 @@ def stream_error(payload: Any, *, vendor: str, model: str) -> ProviderError:
         )
     status = _status_in(payload)
     retryable = (status is not None and (status in (408, 429) or status >= 500)) or any(
-        n in lowered
-        for n in ("overloaded", "server_error", "rate_limit", "timeout", "internal", "api_error")
+        n in lowered for n in _TRANSIENT_NEEDLES
     )
     return ProviderError(
         f"{vendor} sent an error in the stream for model {model!r}: {message}",
