@@ -164,6 +164,8 @@ async def _exchange(
             raise asyncio.TimeoutError from None
         except httpx.HTTPError as exc:
             raise ToolError(f"cannot reach {host}: {exc or type(exc).__name__}") from None
+        except httpx.InvalidURL as exc:  # not an HTTPError: a Location httpx cannot parse
+            raise ToolError(f"{host} redirected to a URL that cannot be fetched: {exc}") from None
         try:
             following = response.next_request
             if following is not None and not _resends_elsewhere(request, following):
