@@ -88,3 +88,41 @@ async def test_keepalives_alone_fail_at_the_read_timeout(
             await provider.aclose()
     assert caught.value.retryable
     assert "sent only keep-alives for 0.5 s" in caught.value.message
+
+
+async def test_a_long_event_arriving_in_pieces_is_not_a_stall() -> None:
+    release = asyncio.Event()
+    text = "x" * 4000
+    event = (
+        b"data: "
+        + json.dumps(
+            {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+        ).encode()
+    )
+    pieces = [event[i : i + 400] for i in range(0, len(event), 400)]  # 11 pieces, 0.1 s apart
+    finish = b'\n\ndata: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        for line in head.decode("latin-1").split("\r\n")[1:]:
+            if line.lower().startswith("content-length:"):
+                await reader.readexactly(int(line.split(":")[1]))
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n")
+        for piece in pieces:
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(0.1)
+        writer.write(finish + b"data: [DONE]\n\n")
+        await writer.drain()
+        writer.close()
+
+    async with loopback(handle, release) as url:
+        provider = OpenAIChatProvider(
+            "m", base_url=url + "/v1", timeout=ProviderTimeouts(read=0.5, first_byte=0.5)
+        )
+        agent = Agent(name="a", model=provider, context_policy=NoopContextPolicy(), retry=None)
+        try:
+            result = await asyncio.wait_for(Runner.run(agent, "hi"), 10)
+        finally:
+            await provider.aclose()
+    assert result.output == text

@@ -453,7 +453,8 @@ async def _read_sse(
     """The SSE events of a response whose head arrived (see ``HTTPAdapter._events``).
 
     Keep-alives (comments, ``ping`` events) keep bytes flowing, so httpx's read timeout
-    never fires behind them: more than ``idle`` seconds of nothing else is a stall.
+    never fires behind them: more than ``idle`` seconds of nothing else (no event and no
+    part of one) is a stall.
     """
     if response.status_code >= 300:
         raw = await _read_head(response)
@@ -494,8 +495,8 @@ async def _read_sse(
         if not parser.events_seen and len(head) < _HEAD_LIMIT:
             head += chunk
         events = parser.feed(chunk)
-        if any(e.event != "ping" for e in events) or parser.done:
-            progress = clock()
+        if parser.pending or parser.done or any(e.event != "ping" for e in events):
+            progress = clock()  # an event, or part of one (a long one arrives in pieces)
         elif clock() - progress > idle:
             raise _stalled(idle, vendor=vendor, model=model)
         if events:

@@ -93,6 +93,12 @@ class SSEParser:
         self.events_seen += len(out)
         return out
 
+    @property
+    def pending(self) -> bool:
+        """Whether part of an event has arrived and waits for the rest (a comment or a
+        keep-alive leaves nothing pending)."""
+        return bool(self._buf or self._pieces or self._data)
+
     def close(self) -> list[SSEEvent]:
         """Flush at end of stream: a final event without its blank line still counts."""
         if self.done:
