@@ -25,6 +25,15 @@ class NoSleep:
         return None
 
 
+def _agent(provider: OpenAIChatProvider) -> Agent[None]:
+    return Agent(
+        name="a",
+        model=provider,
+        context_policy=NoopContextPolicy(),
+        retry=RetryPolicy(max_attempts=2, sleep=NoSleep()),
+    )
+
+
 @pytest.mark.parametrize(
     "error",
     [
@@ -41,12 +50,7 @@ class NoSleep:
 async def test_a_transient_stream_error_is_retried(error: str) -> None:
     async with wire_server(Reply(sse_lines(PARTIAL, error)), Reply(GOOD)) as srv:
         provider = OpenAIChatProvider("m", base_url=srv.url + "/v1")
-        agent = Agent(
-            name="a",
-            model=provider,
-            context_policy=NoopContextPolicy(),
-            retry=RetryPolicy(max_attempts=2, sleep=NoSleep()),
-        )
+        agent = _agent(provider)
         try:
             result = await Runner.run(agent, "what is the answer?")
         finally:
@@ -59,12 +63,7 @@ async def test_an_invalid_request_in_the_stream_is_still_final() -> None:
     error = 'data: {"error":{"message":"Invalid tool schema","type":"invalid_request_error"}}'
     async with wire_server(Reply(sse_lines(PARTIAL, error)), Reply(GOOD)) as srv:
         provider = OpenAIChatProvider("m", base_url=srv.url + "/v1")
-        agent = Agent(
-            name="a",
-            model=provider,
-            context_policy=NoopContextPolicy(),
-            retry=RetryPolicy(max_attempts=2, sleep=NoSleep()),
-        )
+        agent = _agent(provider)
         try:
             with pytest.raises(ProviderError) as caught:
                 await Runner.run(agent, "what is the answer?")
