@@ -89,46 +89,83 @@ def _seconds_from_env(name: str) -> float | None:
 
 
 def resolve_timeout(timeout: float | None = None) -> float:
-    """``timeout`` if given, else ``LOVIA_PROVIDER_TIMEOUT`` when valid and positive, else 300."""
+    """``timeout`` if given, else ``LOVIA_PROVIDER_TIMEOUT`` when valid and positive, else 300.
+
+    Raises ``UserError`` when ``timeout`` is not a positive, finite number of seconds."""
     if timeout is not None:
-        return float(timeout)
+        return _seconds("timeout", timeout)
     from_env = _seconds_from_env("LOVIA_PROVIDER_TIMEOUT")
     return DEFAULT_TIMEOUT if from_env is None else from_env
 
 
-@dataclass(frozen=True, slots=True)
-class ProviderTimeouts:
-    """The limits of one provider call, in seconds (pass as an adapter's ``timeout=``)."""
+def _seconds(name: str, value: object) -> float:
+    """``value`` as seconds; ``UserError`` unless it is a positive, finite number."""
+    import math
 
-    read: float = DEFAULT_TIMEOUT
-    """The longest silence while a reply streams (httpx's read timeout)."""
-    connect: float = 10.0
-    """Opening the TCP (and TLS) connection."""
-    first_byte: float = 60.0
-    """From sending the request to the response's status line and headers."""
-    probe: float = 2.0
-    """The whole ``/models`` window probe (it fails open: the run goes on without it)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+        if seconds > 0 and math.isfinite(seconds):
+            return seconds
+    from .exceptions import UserError
+
+    raise UserError(
+        f"{name}={value!r} is not a positive number of seconds",
+        hint="pass seconds as a number greater than 0 (a large one for a long limit)",
+    )
+
+
+_LIMIT_VARIABLES = (
+    ("connect", "LOVIA_PROVIDER_CONNECT_TIMEOUT", 10.0),
+    ("first_byte", "LOVIA_PROVIDER_FIRST_BYTE_TIMEOUT", 60.0),
+    ("probe", "LOVIA_PROVIDER_PROBE_TIMEOUT", 2.0),
+)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class ProviderTimeouts:
+    """The limits of one provider call, in seconds (pass as an adapter's ``timeout=``).
+
+    A field not passed comes from its ``LOVIA_PROVIDER_*`` variable, else its default, when
+    the value is made; the connect and first-byte limits are capped at the read timeout
+    (the probe's too). Raises ``UserError`` for a value that is not a positive number.
+    """
+
+    read: float
+    """The longest silence while a reply streams (httpx's read timeout), default 300."""
+    connect: float
+    """Opening the TCP (and TLS) connection, default 10."""
+    first_byte: float
+    """From sending the request to the response's status line and headers, default 60."""
+    probe: float
+    """The whole ``/models`` window probe (it fails open: the run goes on without it),
+    default 2."""
+
+    def __init__(
+        self,
+        read: float | None = None,
+        connect: float | None = None,
+        first_byte: float | None = None,
+        probe: float | None = None,
+    ) -> None:
+        limit = resolve_timeout(read)
+        object.__setattr__(self, "read", limit)
+        given = {"connect": connect, "first_byte": first_byte, "probe": probe}
+        for name, variable, default in _LIMIT_VARIABLES:
+            value = given[name]
+            if value is None:
+                from_env = _seconds_from_env(variable)
+                seconds = default if from_env is None else from_env
+            else:
+                seconds = _seconds(name, value)
+            object.__setattr__(self, name, min(seconds, limit))
 
 
 def resolve_timeouts(timeout: float | ProviderTimeouts | None = None) -> ProviderTimeouts:
-    """The timeouts of a provider call: a ``ProviderTimeouts`` as given; otherwise each field
-    from its ``LOVIA_PROVIDER_*`` variable or default, with a number as the read timeout.
-    The connect and first-byte timeouts are capped at the read timeout."""
+    """The timeouts of a provider call: a ``ProviderTimeouts`` as given, else one with
+    ``timeout`` as the read timeout (see ``ProviderTimeouts`` for the other fields)."""
     if isinstance(timeout, ProviderTimeouts):
         return timeout
-    read = resolve_timeout(timeout)
-    default = ProviderTimeouts()
-
-    def pick(name: str, fallback: float) -> float:
-        value = _seconds_from_env(name)
-        return min(fallback if value is None else value, read)
-
-    return ProviderTimeouts(
-        read=read,
-        connect=pick("LOVIA_PROVIDER_CONNECT_TIMEOUT", default.connect),
-        first_byte=pick("LOVIA_PROVIDER_FIRST_BYTE_TIMEOUT", default.first_byte),
-        probe=pick("LOVIA_PROVIDER_PROBE_TIMEOUT", default.probe),
-    )
+    return ProviderTimeouts(read=timeout)
 
 
 def resolve_trust_env(trust_env: bool | None = None) -> bool:

@@ -432,7 +432,8 @@ class HTTPAdapter:
             except asyncio.TimeoutError:
                 raise no_first_byte(limits.first_byte, vendor=vendor, model=model) from None
             try:
-                async for events in _read_sse(response, parser, vendor=vendor, model=model):
+                reading = _read_sse(response, parser, vendor=vendor, model=model, idle=limits.read)
+                async for events in reading:
                     yield events
             finally:
                 await response.aclose()
@@ -441,9 +442,14 @@ class HTTPAdapter:
 
 
 async def _read_sse(
-    response: httpx.Response, parser: SSEParser, *, vendor: str, model: str
+    response: httpx.Response, parser: SSEParser, *, vendor: str, model: str, idle: float
 ) -> AsyncGenerator[list[SSEEvent], None]:
-    """The SSE events of a response whose head arrived (see ``HTTPAdapter._events``)."""
+    """The SSE events of a response whose head arrived (see ``HTTPAdapter._events``).
+
+    Keep-alives (comments, ``ping`` events) keep bytes flowing, so httpx's read timeout
+    never fires behind them: more than ``idle`` seconds of nothing else (no event and no
+    part of one) is a stall.
+    """
     if response.status_code >= 300:
         raw = await _read_head(response)
         raise error_from_response(
@@ -468,6 +474,8 @@ async def _read_sse(
         _raise_for_json_reply(raw, vendor=vendor, model=model, status=response.status_code)
     first = True
     head = b""  # the opening bytes, kept until an event arrives (see below)
+    clock = asyncio.get_running_loop().time
+    progress = clock()
     async for chunk in response.aiter_bytes():
         if first and chunk.lstrip()[:9].lower().startswith((b"<!doctype", b"<html")):
             raise ProviderError(
@@ -481,6 +489,10 @@ async def _read_sse(
         if not parser.events_seen and len(head) < _HEAD_LIMIT:
             head += chunk
         events = parser.feed(chunk)
+        if parser.pending or parser.done or any(e.event != "ping" for e in events):
+            progress = clock()  # an event, or part of one (a long one arrives in pieces)
+        elif clock() - progress > idle:
+            raise _stalled(idle, vendor=vendor, model=model)
         if events:
             yield events
         if parser.done:
@@ -528,6 +540,18 @@ class StreamDecoder(Protocol):
     def finish(self, parser: SSEParser) -> ModelDelta:
         """The closing ``FinishDelta``; raises the retryable truncation error if incomplete."""
         ...
+
+
+def _stalled(idle: float, *, vendor: str, model: str) -> ProviderError:
+    return ProviderError(
+        f"{vendor} sent only keep-alives for {idle:g} s while replying (model {model!r}): "
+        "the server is up but the reply stalled",
+        vendor=vendor,
+        model=model,
+        retryable=True,
+        hint="the model behind the endpoint stopped answering; the partial turn is "
+        "discarded and the call is retried (the read timeout sets this limit)",
+    )
 
 
 def _unexpected_shape(event: SSEEvent, exc: Exception, *, vendor: str, model: str) -> ProviderError:

@@ -67,6 +67,18 @@ _OVERFLOW_NEEDLES = (
     "exceed context limit",
     "maximum prompt length",
 )
+_TRANSIENT_NEEDLES = (
+    "overloaded",
+    "server_error",
+    "rate_limit",
+    "timeout",
+    "internal",
+    "api_error",
+    "unavailable",
+    "capacity",
+    "disconnect",
+)
+"""Words of an error sent inside a stream, with no status, that a retry can outlast."""
 _RATE_LIMIT_NEEDLES = ("rate limit", "rate_limit", "per minute", "per min", "tpm", "rpm", "quota")
 
 # Numbers that state a window: "maximum context length is 8192", "> 200000 maximum",
@@ -156,8 +168,11 @@ def parse_retry_after(
 
 
 def error_message_of(body: str) -> str:
-    """The vendor's error message from a JSON error body, else the body itself (trimmed)."""
+    """The vendor's error message from a JSON error body, the title of an HTML error page
+    (a proxy's), else the body itself (trimmed)."""
     text = body.strip()
+    if text[:1] == "<":
+        return _html_summary(text)
     try:
         data = json.loads(text)
     except ValueError:
@@ -165,7 +180,23 @@ def error_message_of(body: str) -> str:
     return _message_in(data) or text[:500]
 
 
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+_TAG = re.compile(r"<!--.*?-->|<(script|style)\b.*?</\1>|<[^>]*>", re.I | re.S)
+
+
+def _html_summary(page: str) -> str:
+    """What an HTML error page says: its title, else its text, on one line."""
+    import html
+
+    found = _TITLE.search(page)
+    text = found.group(1) if found else _TAG.sub(" ", page)
+    words = " ".join(html.unescape(text).split())
+    return f"an HTML page: {words[:300] or 'no text'}"
+
+
 def _message_in(data: Any) -> str:
+    if isinstance(data, list) and len(data) == 1:
+        data = data[0]  # Gemini's OpenAI-compatible endpoint wraps its error in a list
     if isinstance(data, dict):
         err = data.get("error", data)
         if isinstance(err, dict):
@@ -302,6 +333,8 @@ def error_from_response(
 
 def _status_in(payload: Any) -> int | None:
     """An HTTP status stated inside an error object (``code: 429``, vLLM's ``code: 400``)."""
+    if isinstance(payload, list) and len(payload) == 1:
+        payload = payload[0]
     if not isinstance(payload, dict):
         return None
     for holder in (payload.get("error"), payload):
@@ -329,8 +362,7 @@ def stream_error(payload: Any, *, vendor: str, model: str) -> ProviderError:
         )
     status = _status_in(payload)
     retryable = (status is not None and (status in (408, 429) or status >= 500)) or any(
-        n in lowered
-        for n in ("overloaded", "server_error", "rate_limit", "timeout", "internal", "api_error")
+        n in lowered for n in _TRANSIENT_NEEDLES
     )
     return ProviderError(
         f"{vendor} sent an error in the stream for model {model!r}: {message}",

@@ -23,7 +23,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from ..events import ReasoningDelta, TextDelta
-from ..exceptions import UserError
+from ..exceptions import ProviderError, UserError
 from ..messages import Usage
 from ..parts import ContentPart, FilePart, ImagePart, TextPart, project_parts
 from ..transcript import (
@@ -271,6 +271,17 @@ def _decode_text(part: FilePart) -> str:
         ) from exc
 
 
+def _error_finish(model: str) -> ProviderError:
+    return ProviderError(
+        f'openai ended the stream with finish_reason "error" (model {model!r}): the '
+        "provider behind the endpoint failed mid-reply",
+        vendor="openai",
+        model=model,
+        retryable=True,
+        hint="the partial turn is discarded and the call is retried",
+    )
+
+
 class ChatStreamDecoder:
     """Chat Completions chunks to deltas (shared with the benchmark)."""
 
@@ -309,6 +320,8 @@ class ChatStreamDecoder:
                 if tool_calls:
                     self._tool_calls(tool_calls, out)
             reason = choice.get("finish_reason")
+            if reason == "error":  # gateways (OpenRouter) when the upstream failed mid-reply
+                raise _error_finish(self._model)
             if reason:
                 self.finish_reason = _FINISH.get(reason, reason)
         usage = obj.get("usage")

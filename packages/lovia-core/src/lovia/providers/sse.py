@@ -30,10 +30,13 @@ class SSEEvent:
 class SSEParser:
     """Incremental SSE parser; see the module docstring."""
 
-    __slots__ = ("_buf", "_data", "_event", "done", "events_seen")
+    __slots__ = ("_buf", "_data", "_event", "_pieces", "done", "events_seen")
 
     def __init__(self) -> None:
         self._buf = b""
+        self._pieces: list[bytes] = []
+        """Chunks of a line still open, joined once its end arrives: a long line (a
+        base64 image in one event) then costs linear time, not a copy per chunk."""
         self._data: list[bytes] = []
         self._event: str | None = None
         self.done = False
@@ -45,6 +48,12 @@ class SSEParser:
         """Consume ``chunk``; return the events it completed."""
         if self.done:
             return []
+        if b"\n" not in chunk and b"\r" not in chunk and not self._buf.endswith(b"\r"):
+            self._pieces.append(chunk)  # no line ends here (a kept CR might end one)
+            return []
+        if self._pieces:
+            self._buf += b"".join(self._pieces)
+            self._pieces.clear()
         buf = self._buf + chunk if self._buf else chunk
         if b"\r" in buf:
             # Normalise CRLF and lone CR, keeping a trailing CR that may start a CRLF.
@@ -84,12 +93,19 @@ class SSEParser:
         self.events_seen += len(out)
         return out
 
+    @property
+    def pending(self) -> bool:
+        """Whether part of an event has arrived and waits for the rest (a comment or a
+        keep-alive leaves nothing pending)."""
+        return bool(self._buf or self._pieces or self._data)
+
     def close(self) -> list[SSEEvent]:
         """Flush at end of stream: a final event without its blank line still counts."""
         if self.done:
             return []
-        tail = b"\n" if self._buf else b""
-        return self.feed(tail + b"\n") if (self._buf or self._data) else []
+        open_line = bool(self._buf or self._pieces)
+        tail = b"\n" if open_line else b""
+        return self.feed(tail + b"\n") if (open_line or self._data) else []
 
 
 async def iter_sse(chunks: AsyncIterable[bytes]) -> AsyncIterator[SSEEvent]:

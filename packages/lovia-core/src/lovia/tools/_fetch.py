@@ -164,15 +164,27 @@ async def _exchange(
             raise asyncio.TimeoutError from None
         except httpx.HTTPError as exc:
             raise ToolError(f"cannot reach {host}: {exc or type(exc).__name__}") from None
+        except httpx.InvalidURL as exc:  # not an HTTPError: a Location httpx cannot parse
+            raise ToolError(f"{host} redirected to a URL that cannot be fetched: {exc}") from None
         try:
-            if response.next_request is not None:
-                request = response.next_request
+            following = response.next_request
+            if following is not None and not _resends_elsewhere(request, following):
+                request = following
                 _check_scheme(str(request.url))
                 continue
             return await _read(response, max_bytes)
         finally:
             await response.aclose()
     raise ToolError(f"{url} redirected more than {MAX_REDIRECTS} times")
+
+
+def _resends_elsewhere(sent: httpx.Request, following: httpx.Request) -> bool:
+    """Whether a redirect would send a write (a 307/308 keeps the method and body) to
+    another origin: nobody approved that, so the redirect itself is the answer."""
+    if following.method in ("GET", "HEAD", "OPTIONS"):
+        return False
+    origin = (sent.url.scheme, sent.url.host, sent.url.port)
+    return (following.url.scheme, following.url.host, following.url.port) != origin
 
 
 async def _read(response: httpx.Response, max_bytes: int) -> Fetched:
@@ -215,21 +227,35 @@ async def _decoded(response: httpx.Response) -> AsyncIterator[bytes]:
     """The body, decompressed a bounded step at a time.
 
     httpx inflates each network read whole, so one 64 KiB read of a compression bomb would
-    become tens of megabytes before the cap could cut it. gzip and deflate (the encodings
-    we ask for) are inflated here instead, never more than ``_INFLATE_STEP`` at once.
+    become tens of megabytes before the cap could cut it (and a body gzipped twice, which
+    httpx also decodes whole, gigabytes). gzip and deflate (the encodings we ask for) are
+    inflated here instead, layer by layer, never more than ``_INFLATE_STEP`` at once; any
+    other encoding is refused, since it could not be bounded.
     """
-    encoding = response.headers.get("content-encoding", "").strip().lower()
-    if encoding not in ("gzip", "x-gzip", "deflate"):
-        async for chunk in response.aiter_bytes():
-            yield chunk
-        return
-    gzip = encoding != "deflate"
+    header = response.headers.get("content-encoding", "")
+    layers = [e.strip().lower() for e in header.split(",")]
+    layers = [e for e in layers if e and e != "identity"]
+    unknown = [e for e in layers if e not in ("gzip", "x-gzip", "deflate")]
+    if unknown:
+        raise ToolError(
+            f"{response.url.host} sent a body in content-encoding {', '.join(unknown)}, "
+            "which was not asked for (only gzip and deflate are accepted)"
+        )
+    body: AsyncIterator[bytes] = response.aiter_raw()
+    for encoding in reversed(layers):  # the header lists them in the order they were applied
+        body = _inflate(body, gzip=encoding != "deflate")
+    async for chunk in body:
+        yield chunk
+
+
+async def _inflate(data_chunks: AsyncIterator[bytes], *, gzip: bool) -> AsyncIterator[bytes]:
+    """One gzip or deflate layer of ``data_chunks``, at most ``_INFLATE_STEP`` bytes a step."""
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS if gzip else zlib.MAX_WBITS)
     first = True
-    async for data in response.aiter_raw():
+    async for data in data_chunks:
         if first and not gzip and data and data[0] & 0x0F != 8:
             inflater = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, no zlib header
-        first = False
+        first = first and not data
         while True:  # a full step may leave output pending even with no input left
             out = inflater.decompress(data, _INFLATE_STEP)
             data = inflater.unconsumed_tail
@@ -282,10 +308,10 @@ def decode_text(body: bytes, charset: str | None, *, html: bool) -> str:
     for name in candidates:
         if name:
             try:
-                codec = codecs.lookup(name).name
-            except LookupError:
+                return body.decode(codecs.lookup(name).name, errors="replace")
+            except (LookupError, UnicodeError):
+                # Unknown, or a codec that is no charset ("hex", "rot13", "idna"): next one.
                 continue
-            return body.decode(codec, errors="replace")
     return body.decode("utf-8", errors="replace")
 
 

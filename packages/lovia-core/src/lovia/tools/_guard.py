@@ -4,7 +4,8 @@ A model chooses the URLs ``http_request`` and ``read_page`` fetch, so a prompt i
 could aim them at the machine's own services or the cloud metadata endpoint. The guard is
 an httpcore network backend: every TCP connection the tools' transport opens, including
 the one after each redirect, resolves the host name here, refuses the connection when any
-answer is not a public address, and connects to the exact address it checked. Checking and
+answer is not a public address, and connects only to the addresses it checked (the next
+one when one cannot be reached). Checking and
 connecting in one place means a DNS answer that changes between the two (rebinding) cannot
 slip past, and the Host header and TLS server name stay the original host's because
 httpcore keeps them from the URL, not from the address dialled.
@@ -55,8 +56,8 @@ def blocked_reason(address: str) -> str | None:
         ip = ipaddress.ip_address(address)
     except ValueError:
         return "not an IP address"
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped  # ::ffff:127.0.0.1 reaches 127.0.0.1
+    if isinstance(ip, ipaddress.IPv6Address):
+        ip = _embedded_ipv4(ip) or ip
     # The named classes first (the message says which), then everything else that is not
     # globally routable (shared address space, documentation and benchmark networks, ...).
     for reason, hit in (
@@ -73,8 +74,23 @@ def blocked_reason(address: str) -> str | None:
     return None
 
 
-def check_addresses(host: str, addresses: Iterable[str]) -> str:
-    """The first of ``addresses`` when every one is public; raises ``BlockedAddressError``."""
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+"""The well-known NAT64 prefix (RFC 6052): a DNS64 resolver maps every IPv4 address in it."""
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address reaches: IPv4-mapped (``::ffff:127.0.0.1``), NAT64
+    (``64:ff9b::7f00:1``) and 6to4 (``2002:7f00:1::``). Each is judged as that address, so
+    the verdict does not depend on how the Python version classifies the IPv6 range."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip in _NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return ip.sixtofour
+
+
+def check_addresses(host: str, addresses: Iterable[str]) -> list[str]:
+    """``addresses`` when every one is public; raises ``BlockedAddressError``."""
     found = list(addresses)
     if not found:
         raise ToolError(f"{host} resolves to no address")
@@ -86,7 +102,7 @@ def check_addresses(host: str, addresses: Iterable[str]) -> str:
             raise BlockedAddressError(
                 f"refused to connect: {shown} is {article} {reason} address", hint=_OPT_OUT
             )
-    return found[0]
+    return found
 
 
 def _literal(host: str) -> str | None:
@@ -130,16 +146,25 @@ def pinned_backend(
             if allow_private:
                 if not addresses:
                     raise ToolError(f"{host} resolves to no address")
-                pinned = addresses[0]
+                checked = list(addresses)
             else:
-                pinned = check_addresses(host, addresses)
-            return await self._inner.connect_tcp(
-                pinned,
-                port,
-                timeout=timeout,
-                local_address=local_address,
-                socket_options=socket_options,
-            )
+                checked = check_addresses(host, addresses)
+            # Each checked address in turn, as httpx would without the guard: the first
+            # may be unreachable (an IPv6 answer on a host without IPv6, a server down).
+            failure: Exception | None = None
+            for address in checked:
+                try:
+                    return await self._inner.connect_tcp(
+                        address,
+                        port,
+                        timeout=timeout,
+                        local_address=local_address,
+                        socket_options=socket_options,
+                    )
+                except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                    failure = exc
+            assert failure is not None  # checked is never empty
+            raise failure
 
         async def connect_unix_socket(
             self,

@@ -29,6 +29,7 @@ __all__ = ["http_request", "writes_need_approval"]
 _METHODS = ("GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE")
 _READ_ONLY = frozenset(("GET", "HEAD", "OPTIONS"))
 _HIDDEN_HEADERS = frozenset(("set-cookie", "set-cookie2"))
+_FRAMING_HEADERS = frozenset(("content-length", "transfer-encoding"))
 
 
 def writes_need_approval(args: dict[str, Any], ctx: RunContext[Any]) -> bool:
@@ -47,6 +48,11 @@ async def _invoke(args: dict[str, Any], ctx: RunContext[Any]) -> str:
         isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
     ):
         raise InvalidToolArguments("headers must be an object of string values")
+    framing = sorted(k for k in headers if k.lower() in _FRAMING_HEADERS)
+    if framing:  # a wrong one makes the HTTP library fail mid-request
+        raise InvalidToolArguments(
+            f"headers must not set {', '.join(framing)}: the tool sets it from the body"
+        )
     body = optional_text_arg(args, "body")
     timeout = number_arg(args, "timeout", 30.0, 1.0, 120.0)
     max_chars = int_arg(args, "max_chars", 20_000, 100, 200_000)

@@ -98,6 +98,10 @@ class HumanChannel:
             )
         future: asyncio.Future[_Outcome] = asyncio.get_running_loop().create_future()
         self._pending[question.id] = (question, future)
+        if len(self._backlog) >= len(self._pending):
+            # Questions resolved before any consumer took them (a UI that reads ``pending``
+            # never drains the backlog): drop them, or the backlog grows for ever.
+            self._backlog = deque(q for q in self._backlog if q.id in self._pending)
         self._backlog.append(question)
         self._wake()
         try:
