@@ -1,0 +1,73 @@
+"""``ApprovalRegistry``: gated tool calls waiting for a decision over HTTP, keyed by session.
+
+The supervisor parks each ``ApprovalRequired`` here and holds the run's stream until the call
+is decided (the core waits for its consumer while the consumer holds the event). A route
+answers with ``decide(session_id, call_id, ...)``. Approval fails closed: nobody answering
+within ``timeout`` seconds denies the call, and ``release`` (cancel, shutdown) denies
+everything a session still has pending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+from lovia.events import ApprovalRequired
+
+__all__ = ["ApprovalRegistry"]
+
+_Decision = tuple[bool, "str | None"]
+
+
+class ApprovalRegistry:
+    """Pending approvals by ``(session_id, call_id)``; see the module docstring."""
+
+    def __init__(self, *, timeout: float | None = 300.0) -> None:
+        if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
+            raise ValueError(
+                f"approval_timeout must be a positive number of seconds or None, got {timeout!r}"
+            )
+        self.timeout = timeout
+        self._pending: dict[tuple[str, str], asyncio.Future[_Decision]] = {}
+
+    def __repr__(self) -> str:
+        return f"ApprovalRegistry(pending={len(self._pending)}, timeout={self.timeout})"
+
+    async def wait(self, session_id: str, event: ApprovalRequired) -> bool:
+        """Park ``event`` until a decision or the timeout, apply it to the event, return it."""
+        key = (session_id, event.call.id)
+        future: asyncio.Future[_Decision] = asyncio.get_running_loop().create_future()
+        self._pending[key] = future
+        try:
+            approved, reason = await asyncio.wait_for(future, self.timeout)
+        except asyncio.TimeoutError:
+            approved, reason = False, f"nobody answered within {self.timeout:g} s"
+        finally:
+            if self._pending.get(key) is future:
+                del self._pending[key]
+        if approved:
+            event.approve()
+        else:
+            event.reject(reason)
+        return approved
+
+    def decide(
+        self, session_id: str, call_id: str, approved: bool, *, reason: str | None = None
+    ) -> bool:
+        """Answer a pending call; ``False`` when nothing is pending under that id."""
+        future = self._pending.pop((session_id, call_id), None)
+        if future is None or future.done():
+            return False
+        future.set_result((approved, reason))
+        return True
+
+    def pending(self, session_id: str) -> list[str]:
+        """The call ids ``session_id`` waits on, oldest first."""
+        return [call_id for (sid, call_id) in self._pending if sid == session_id]
+
+    def release(self, session_id: str, *, reason: str = "released without a decision") -> int:
+        """Deny every call ``session_id`` waits on; returns how many."""
+        denied = 0
+        for call_id in self.pending(session_id):
+            denied += self.decide(session_id, call_id, False, reason=reason)
+        return denied

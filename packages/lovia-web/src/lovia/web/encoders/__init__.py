@@ -1,0 +1,1 @@
+"""Wire encoders: event-log records to frames of one wire format (pure functions)."""

@@ -1,0 +1,325 @@
+"""``RunSupervisor``: runs as server-owned tasks, one live run per chat, bounded in number.
+
+A run is an ``asyncio`` task of the server, not of the request that started it: a client that
+disconnects only stops *watching*, and the run completes headless. The supervisor reaches the
+core through ``Runner.stream`` only, and for every event it
+
+1. turns it into records (``lovia.web.eventlog.records_of``),
+2. numbers each with the run's next ``seq`` and appends it to the store's event log,
+3. publishes it to the ``EventHub`` (append *before* publish: see ``follow``).
+
+Rules it keeps:
+
+* At most one live run per session. ``start`` on a session with a live run *attaches*: the
+  message goes into that run's mailbox (the run takes it at its next turn).
+* At most ``max_background_runs`` live runs; one more raises ``CapacityExceeded``.
+* A gated tool call holds the run's stream in the ``ApprovalRegistry`` until a route decides
+  it or ``approval_timeout`` denies it.
+* A run's slot is released *before* its ``done`` record is published, so a client that saw
+  ``done`` and sends the next message starts a new run rather than attaching to a dying one.
+* ``cancel`` stops a run and forgets its checkpoint; ``aclose`` (server shutdown) cancels
+  every run cooperatively but keeps its checkpoint and the chat's ``active_run_id``, so the
+  run stays resumable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from uuid import uuid4
+
+from lovia.checkpointer import CheckpointOptions
+from lovia.events import ApprovalRequired, RunCompleted, RunFailed
+from lovia.exceptions import RunCancelled
+from lovia.runner import Runner
+from lovia.steering import Mailbox
+
+from .approvals import ApprovalRegistry
+from .errors import CapacityExceeded, NotFound
+from .eventlog import EventRecord, done_record, error_record, records_of
+from .hub import EventHub
+
+if TYPE_CHECKING:
+    from lovia.agent import Agent
+    from lovia.runtime.result import RunHandle
+
+    from .store.base import ChatStore
+
+__all__ = ["LiveRun", "RunSupervisor", "StartedRun"]
+
+logger = logging.getLogger(__name__)
+
+_TITLE_CHARS = 60
+_SHUTDOWN_GRACE_SECONDS = 10.0
+
+
+@dataclass(eq=False)
+class LiveRun:
+    """A run the supervisor owns, from its reservation until its slot is released."""
+
+    run_id: str
+    session_id: str
+    agent: str
+    mailbox: Mailbox = field(default_factory=Mailbox)
+    task: asyncio.Task[None] | None = None
+    handle: RunHandle[Any] | None = None
+    seq: int = 0
+    stop_reason: str | None = None
+    """Why the supervisor stopped it: ``"cancel"`` (a client) or ``"shutdown"``."""
+
+
+@dataclass(frozen=True, slots=True)
+class StartedRun:
+    """What ``start`` did: started ``run``, or ``attached`` the message to it."""
+
+    run: LiveRun
+    attached: bool
+
+
+def _provisional_title(message: str) -> str:
+    line = " ".join(message.split())
+    return line if len(line) <= _TITLE_CHARS else line[: _TITLE_CHARS - 1].rstrip() + "…"
+
+
+class RunSupervisor:
+    """Owns run lifetimes: start or attach, follow, steer, cancel, shut down."""
+
+    def __init__(
+        self,
+        agents: Mapping[str, Agent[Any]],
+        store: ChatStore,
+        *,
+        hub: EventHub | None = None,
+        approvals: ApprovalRegistry | None = None,
+        max_background_runs: int = 8,
+        max_turns: int = 50,
+    ) -> None:
+        if not agents:
+            raise ValueError("RunSupervisor needs at least one agent")
+        if max_background_runs < 1:
+            raise ValueError(f"max_background_runs must be >= 1, got {max_background_runs}")
+        self.agents = dict(agents)
+        self.store = store
+        self.hub = hub or EventHub()
+        self.approvals = approvals or ApprovalRegistry()
+        self.max_background_runs = max_background_runs
+        self.max_turns = max_turns
+        self._live: dict[str, LiveRun] = {}
+        self._closing = False
+
+    def __repr__(self) -> str:
+        return f"RunSupervisor(live={len(self._live)}/{self.max_background_runs})"
+
+    @property
+    def default_agent(self) -> str | None:
+        """The only agent's name; ``None`` on a multi-agent server."""
+        return next(iter(self.agents)) if len(self.agents) == 1 else None
+
+    def live(self, session_id: str) -> LiveRun | None:
+        """The session's live run, if any."""
+        return self._live.get(session_id)
+
+    def live_runs(self) -> list[LiveRun]:
+        return list(self._live.values())
+
+    # -- start -----------------------------------------------------------------------------
+
+    async def start(
+        self, message: str, *, session_id: str | None = None, agent: str | None = None
+    ) -> StartedRun:
+        """Start a run of ``message`` in the session, or attach it to the session's live run.
+
+        Raises ``NotFound`` for an unknown agent and ``CapacityExceeded`` when every slot is
+        taken (or the server is shutting down).
+        """
+        live = self._live.get(session_id) if session_id is not None else None
+        if live is not None:
+            live.mailbox.push(message)
+            return StartedRun(live, attached=True)
+        if self._closing:
+            raise CapacityExceeded("the server is shutting down", hint="retry in a moment")
+        if len(self._live) >= self.max_background_runs:
+            raise CapacityExceeded(
+                f"all {self.max_background_runs} background-run slots are busy",
+                hint="retry when a run has finished",
+            )
+        name = agent if agent is not None else self.default_agent
+        if name is None or name not in self.agents:
+            raise NotFound(
+                f"unknown agent {name!r}" if name else "this server has several agents",
+                hint=f"pass one of: {', '.join(sorted(self.agents))}",
+            )
+        # Reserve the slot before the first await, so a concurrent start attaches to it.
+        run = LiveRun(run_id=uuid4().hex, session_id=session_id or uuid4().hex, agent=name)
+        self._live[run.session_id] = run
+        self.hub.open(run.run_id)
+        try:
+            meta = await self.store.get_session(run.session_id)
+            if meta is None:
+                await self.store.create_session(
+                    run.session_id, agent=name, title=_provisional_title(message)
+                )
+            elif meta.agent in self.agents:  # a chat keeps its agent while that agent exists
+                run.agent = meta.agent
+            await self.store.set_active_run(run.session_id, run.run_id)
+        except BaseException:
+            self._live.pop(run.session_id, None)
+            self.hub.close(run.run_id)
+            raise
+        run.task = asyncio.create_task(self._drive(run, message), name=f"lovia-run-{run.run_id}")
+        return StartedRun(run, attached=False)
+
+    # -- the run's task --------------------------------------------------------------------
+
+    async def _drive(self, run: LiveRun, message: str) -> None:
+        terminal: list[tuple[str, dict[str, Any]]] = []
+        try:
+            run.seq = await self.store.last_seq(run.run_id)
+            handle = Runner.stream(
+                self.agents[run.agent],
+                message,
+                session=self.store.session,
+                session_id=run.session_id,
+                checkpoint=CheckpointOptions(
+                    checkpointer=self.store.checkpointer,
+                    run_id=run.run_id,
+                    delete_on_success=True,
+                ),
+                mailbox=run.mailbox,
+                max_turns=self.max_turns,
+            )
+            run.handle = handle
+            if run.stop_reason is not None:  # stopped while it was being set up
+                handle.cancel(run.stop_reason)
+            async for event in handle:
+                if isinstance(event, (RunCompleted, RunFailed)):
+                    terminal = records_of(event)
+                    continue
+                for kind, data in records_of(event):
+                    await self._emit(run, kind, data)
+                if isinstance(event, ApprovalRequired):
+                    await self.approvals.wait(run.session_id, event)
+        except Exception as exc:  # the run must end with error + done, whatever broke
+            logger.exception(
+                "run %s of session %s failed in the supervisor", run.run_id, run.session_id
+            )
+            terminal = [("error", error_record(exc)), ("done", done_record("failed"))]
+        finally:
+            if not terminal:  # the task itself was cancelled (hard shutdown)
+                terminal = [
+                    ("error", error_record(RunCancelled("server shutting down"))),
+                    ("done", done_record("cancelled")),
+                ]
+            await self._finish(run, terminal)
+
+    async def _emit(self, run: LiveRun, kind: str, data: dict[str, Any]) -> None:
+        run.seq += 1
+        record = EventRecord(run.run_id, run.seq, kind, data)
+        try:
+            await self.store.append_event(
+                run.run_id, run.seq, session_id=run.session_id, type=kind, data=data
+            )
+        finally:
+            # Even when the log failed, live watchers get the record (a replay will lack it).
+            self.hub.publish(record)
+
+    async def _finish(self, run: LiveRun, terminal: list[tuple[str, dict[str, Any]]]) -> None:
+        self.approvals.release(run.session_id, reason="the run ended")
+        status = terminal[-1][1].get("status")
+        try:
+            if run.stop_reason != "shutdown":
+                await self.store.set_active_run(run.session_id, None, expected=run.run_id)
+                if status != "completed":
+                    await self.store.checkpointer.delete(run.run_id)
+        except Exception:  # cleanup must not keep the slot or the watchers
+            logger.exception("could not clear run %s of session %s", run.run_id, run.session_id)
+        finally:
+            if self._live.get(run.session_id) is run:
+                del self._live[run.session_id]
+            try:
+                for kind, data in terminal:
+                    await self._emit(run, kind, data)
+                await self.store.prune_events(run.session_id)
+            except Exception:  # the watchers still get the close below
+                logger.exception("could not log the end of run %s", run.run_id)
+            finally:
+                self.hub.close(run.run_id)
+
+    # -- watching --------------------------------------------------------------------------
+
+    async def follow(self, run_id: str, *, after: int = 0) -> AsyncIterator[EventRecord]:
+        """The run's records with ``seq > after``: the logged ones, then live ones until the
+        run ends. No gap and no duplicate: the hub subscription is taken *before* the log is
+        read, every record is logged before it is published, and records are deduplicated by
+        ``seq``. A watcher the hub drops for being slow catches up from the log again.
+        """
+        while True:
+            sub = self.hub.subscribe(run_id)
+            try:
+                for record in await self.store.read_events(run_id, after=after):
+                    yield record
+                    after = record.seq
+                if sub is None:
+                    return
+                async for record in sub:
+                    if record.seq > after:
+                        yield record
+                        after = record.seq
+                if not sub.dropped:
+                    return
+            finally:
+                if sub is not None:
+                    self.hub.unsubscribe(run_id, sub)
+
+    # -- steering and stopping -------------------------------------------------------------
+
+    def _require_live(self, session_id: str) -> LiveRun:
+        run = self._live.get(session_id)
+        if run is None:
+            raise NotFound(f"session {session_id!r} has no live run")
+        return run
+
+    def inject(self, session_id: str, message: str) -> int:
+        """Queue ``message`` into the live run's mailbox; returns its mailbox token."""
+        return self._require_live(session_id).mailbox.push(message)
+
+    def cancel(self, session_id: str) -> LiveRun:
+        """Cancel the session's live run (raises ``NotFound`` without one); returns it."""
+        run = self._require_live(session_id)
+        self._stop(run, "cancel")
+        return run
+
+    async def stop(self, session_id: str) -> None:
+        """Cancel the session's live run, if any, and wait until its task has ended."""
+        run = self._live.get(session_id)
+        if run is not None:
+            self._stop(run, "cancel")
+            if run.task is not None:
+                await asyncio.shield(run.task)
+
+    def _stop(self, run: LiveRun, reason: str) -> None:
+        if run.stop_reason is None:
+            run.stop_reason = reason
+        if run.handle is not None:
+            run.handle.cancel(
+                "cancelled by the user" if reason == "cancel" else "server shutting down"
+            )
+        self.approvals.release(run.session_id, reason=f"the run was stopped ({reason})")
+
+    async def aclose(self) -> None:
+        """Stop every run cooperatively (checkpoints kept); cancel stragglers after a grace."""
+        self._closing = True
+        runs = list(self._live.values())
+        for run in runs:
+            self._stop(run, "shutdown")
+        tasks = [run.task for run in runs if run.task is not None]
+        if not tasks:
+            return
+        _, stragglers = await asyncio.wait(tasks, timeout=_SHUTDOWN_GRACE_SECONDS)
+        for task in stragglers:
+            task.cancel()
+        if stragglers:
+            await asyncio.wait(stragglers)
