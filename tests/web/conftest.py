@@ -14,9 +14,8 @@ import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI
-
 from lovia import Agent, tool
-from lovia.testing import ScriptStep, ScriptedProvider
+from lovia.testing import ScriptedProvider, ScriptStep
 from lovia.tools.base import Tool
 from lovia.web import create_app
 
