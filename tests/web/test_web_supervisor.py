@@ -1,0 +1,100 @@
+"""RunSupervisor driven directly (no HTTP): capacity, shutdown, slow watchers, deletion."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from lovia.testing import call, text
+from lovia.web import CapacityExceeded, ChatStore, EventHub, NotFound, RunSupervisor
+
+from .conftest import Gate, scripted_agent
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[ChatStore]:
+    s = ChatStore.sqlite(str(tmp_path / "chat.db"))
+    yield s
+    await s.aclose()
+
+
+async def test_capacity_is_bounded_and_a_slot_frees_when_a_run_ends(store: ChatStore) -> None:
+    gate = Gate()
+    agent = scripted_agent(call("wait_gate"), text("one"), text("two"), tools=[gate.tool])
+    supervisor = RunSupervisor({"helper": agent}, store, max_background_runs=1)
+    first = await supervisor.start("park")
+    await gate.entered.wait()
+    with pytest.raises(CapacityExceeded, match="all 1 background-run slots are busy"):
+        await supervisor.start("no room")
+    # Attaching to the live run needs no slot.
+    attached = await supervisor.start("more", session_id=first.run.session_id)
+    assert attached.attached and attached.run is first.run
+    gate.open()
+    assert [r.type async for r in supervisor.follow(first.run.run_id)][-1] == "done"
+    second = await supervisor.start("room again")
+    assert [r.data async for r in supervisor.follow(second.run.run_id)][-1]["output"] == "two"
+    await supervisor.aclose()
+
+
+async def test_unknown_agent_and_missing_run_are_not_found(store: ChatStore) -> None:
+    supervisor = RunSupervisor({"helper": scripted_agent()}, store)
+    with pytest.raises(NotFound, match="unknown agent 'nope'"):
+        await supervisor.start("hi", agent="nope")
+    with pytest.raises(NotFound, match="no live run"):
+        supervisor.cancel("nobody")
+    assert supervisor.live_runs() == []
+
+
+async def test_shutdown_cancels_runs_but_keeps_their_checkpoint(store: ChatStore) -> None:
+    gate = Gate()
+    agent = scripted_agent(call("wait_gate"), text("never"), tools=[gate.tool])
+    supervisor = RunSupervisor({"helper": agent}, store)
+    started = await supervisor.start("long job")
+    await gate.entered.wait()
+    await supervisor.aclose()
+    run = started.run
+    meta = await store.get_session(run.session_id)
+    assert meta is not None and meta.active_run_id == run.run_id  # still resumable
+    assert await store.checkpointer.load(run.run_id) is not None
+    records = await store.read_events(run.run_id)
+    assert [r.type for r in records[-2:]] == ["error", "done"]
+    assert records[-1].data == {"status": "cancelled"}
+    with pytest.raises(CapacityExceeded, match="shutting down"):
+        await supervisor.start("after close")
+
+
+async def test_a_slow_watcher_dropped_by_the_hub_catches_up_from_the_log(
+    store: ChatStore,
+) -> None:
+    gate = Gate()
+    agent = scripted_agent(call("wait_gate"), text("a long enough reply"), tools=[gate.tool])
+    supervisor = RunSupervisor({"helper": agent}, store, hub=EventHub(max_queue=2))
+    started = await supervisor.start("go")
+    watcher = supervisor.follow(started.run.run_id)
+    first = await anext(watcher)  # subscribed; now fall behind while the run streams
+    await gate.entered.wait()
+    gate.open()
+    assert started.run.task is not None
+    await started.run.task  # the whole run went by: far more than 2 records queued
+    rest = [r async for r in watcher]
+    seqs = [first.seq] + [r.seq for r in rest]
+    assert seqs == list(range(1, len(seqs) + 1))  # dropped, yet no gap and no duplicate
+    assert rest[-1].data["output"] == "a long enough reply"
+    await supervisor.aclose()
+
+
+async def test_stop_waits_for_the_run_so_a_delete_leaves_nothing_behind(
+    store: ChatStore,
+) -> None:
+    gate = Gate()
+    agent = scripted_agent(call("wait_gate"), text("never"), tools=[gate.tool])
+    supervisor = RunSupervisor({"helper": agent}, store)
+    started = await supervisor.start("go")
+    await gate.entered.wait()
+    await supervisor.stop(started.run.session_id)
+    assert supervisor.live(started.run.session_id) is None
+    assert await store.checkpointer.load(started.run.run_id) is None  # a cancel forgets it
+    assert await store.delete_session(started.run.session_id)
+    assert await store.read_events(started.run.run_id) == []
+    await supervisor.aclose()
