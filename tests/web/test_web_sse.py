@@ -118,7 +118,7 @@ async def test_reconnect_with_last_event_id_gets_exactly_the_remaining_events(
     ) as r:
         after = await frames_until_done(r)
     assert after[0].event == "session" and after[0].id == last_id
-    ids = [int(f.id) for f in before + after[1:]]
+    ids = [int(f.id or "") for f in before + after[1:]]
     assert ids == list(range(1, len(ids) + 1))  # no gap, no duplicate
     assert _events(after[1:])[:2] == ["tool_result", "turn_started"]
     # The query parameter does the same (for clients that cannot set headers).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from lovia.web import EventRetention, SQLiteChatStore
 
 
 @pytest.fixture
-async def store(tmp_path: Path):  # type: ignore[no-untyped-def]
+async def store(tmp_path: Path) -> AsyncIterator[SQLiteChatStore]:
     s = SQLiteChatStore(str(tmp_path / "nested" / "chat.db"))
     yield s
     await s.aclose()
