@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from lovia.exceptions import ProviderError
 from lovia.testing import call, text
 
 from .conftest import Gate, scripted_agent
@@ -83,6 +84,11 @@ async def test_sessions_rename_pin_list_and_delete(make_app: Any, asgi_client: A
     listed = (await client.get("/api/sessions")).json()
     assert [s["id"] for s in listed["sessions"]] == ids  # pinned first
     assert listed["sessions"][1]["title"] == "second chat"
+    detail = (await client.get(f"/api/sessions/{ids[1]}")).json()
+    assert [(e["type"], e["content"]) for e in detail["entries"]] == [
+        ("input", "second chat"),
+        ("assistant_text", "two"),
+    ]
     page = (await client.get("/api/sessions", params={"limit": 1, "offset": 1})).json()
     assert [s["id"] for s in page["sessions"]] == [ids[1]]
     assert (await client.delete(f"/api/sessions/{ids[0]}")).status_code == 204
@@ -180,3 +186,18 @@ async def test_the_openapi_schema_names_the_edge_models(make_app: Any, asgi_clie
     assert {"ChatRequest", "ErrorBody", "SessionInfo", "ApproveRequest"} <= set(
         schema["components"]["schemas"]
     )
+
+
+async def test_a_failing_run_ends_with_error_then_done(make_app: Any, asgi_client: Any) -> None:
+    app = make_app(scripted_agent(ProviderError("the model is down", retryable=False)))
+    await asgi_client(app)
+    supervisor = app.state.lovia.supervisor
+    started = await supervisor.start("hi")
+    records = [(r.type, r.data) async for r in supervisor.follow(started.run.run_id)]
+    assert records[-2:] == [
+        ("error", {"type": "ProviderError", "message": "the model is down"}),
+        ("done", {"status": "failed"}),
+    ]
+    assert await app.state.lovia.store.checkpointer.load(started.run.run_id) is None
+    meta = await app.state.lovia.store.get_session(started.run.session_id)
+    assert meta.active_run_id is None

@@ -24,6 +24,7 @@ __all__ = [
     "InjectRequest",
     "InjectResult",
     "ServerInfo",
+    "SessionDetail",
     "SessionInfo",
     "SessionList",
     "SessionPatch",
@@ -147,6 +148,13 @@ class SessionInfo(BaseModel):
             active_run_id=meta.active_run_id,
             live=live,
         )
+
+
+class SessionDetail(SessionInfo):
+    """``GET /api/sessions/{id}``: the metadata plus the stored transcript."""
+
+    entries: list[dict[str, Any]]
+    """The session's transcript entries as JSON (``lovia.transcript.entry_to_dict``)."""
 
 
 class SessionList(BaseModel):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Query, Response
+from lovia.transcript import entry_to_dict
 
 from ..deps import State, WebState
 from ..errors import NotFound
-from ..models import SessionInfo, SessionList, SessionPatch, error_responses
+from ..models import SessionDetail, SessionInfo, SessionList, SessionPatch, error_responses
 from ..store.base import ChatMeta
 
 __all__ = ["delete_session", "get_session", "list_sessions", "patch_session", "router"]
@@ -31,12 +32,14 @@ async def list_sessions(
     return SessionList(sessions=[_info(state, m) for m in metas], limit=limit, offset=offset)
 
 
-@router.get("/{session_id}", response_model=SessionInfo, responses=_ERRORS)
-async def get_session(session_id: str, state: State) -> SessionInfo:
+@router.get("/{session_id}", response_model=SessionDetail, responses=_ERRORS)
+async def get_session(session_id: str, state: State) -> SessionDetail:
+    """The chat's metadata and its transcript (what completed runs appended)."""
     meta = await state.store.get_session(session_id)
     if meta is None:
         raise NotFound(f"unknown session {session_id!r}")
-    return _info(state, meta)
+    entries = [entry_to_dict(e) for e in await state.store.session.load(session_id)]
+    return SessionDetail(**_info(state, meta).model_dump(), entries=entries)
 
 
 @router.patch("/{session_id}", response_model=SessionInfo, responses=_ERRORS)
