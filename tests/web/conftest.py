@@ -6,6 +6,7 @@ import asyncio
 import json
 import socket
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 from lovia import Agent, tool
-from lovia.testing import ScriptedProvider, ScriptStep
+from lovia.testing import ScriptedProvider, ScriptStep, call
 from lovia.tools.base import Tool
 from lovia.web import create_app
 
@@ -55,6 +56,12 @@ def scripted_agent(
     return Agent(name=name, model=ScriptedProvider(list(script)), tools=tools or [])
 
 
+def gated_agent(*after: ScriptStep) -> tuple[Gate, Agent[Any]]:
+    """An agent whose run parks in the gate tool first, then replays ``after``."""
+    gate = Gate()
+    return gate, scripted_agent(call("wait_gate"), *after, tools=[gate.tool])
+
+
 @dataclass
 class Frame:
     """One SSE frame as a client sees it."""
@@ -84,12 +91,45 @@ async def read_frames(response: httpx.Response) -> AsyncIterator[Frame]:
 
 
 async def frames_until_done(response: httpx.Response) -> list[Frame]:
+    return await until(read_frames(response), "done")
+
+
+@asynccontextmanager
+async def chat(
+    client: httpx.AsyncClient, message: str, **body: Any
+) -> AsyncIterator[tuple[Frame, AsyncIterator[Frame]]]:
+    """POST a chat message; yields the stream's ``session`` frame and the frames after it."""
+    async with client.stream("POST", "/api/chat/stream", json={"message": message, **body}) as r:
+        assert r.status_code == 200, await r.aread()
+        assert r.headers["content-type"].startswith("text/event-stream")
+        frames = read_frames(r)
+        session = await anext(frames)
+        assert session.event == "session"
+        yield session, frames
+
+
+async def until(frames: AsyncIterator[Frame], event: str) -> list[Frame]:
+    """Read frames up to and including the first ``event`` one."""
     out = []
-    async for frame in read_frames(response):
+    async for frame in frames:
         out.append(frame)
-        if frame.event == "done":
+        if frame.event == event:
             break
     return out
+
+
+async def resume(
+    client: httpx.AsyncClient,
+    session_id: str,
+    *,
+    headers: dict[str, str] | None = None,
+    **query: Any,
+) -> list[Frame]:
+    """``GET /api/chat/stream`` for the session, read to ``done``."""
+    params = {"session_id": session_id, **query}
+    async with client.stream("GET", "/api/chat/stream", params=params, headers=headers) as r:
+        assert r.status_code == 200, await r.aread()
+        return await frames_until_done(r)
 
 
 @dataclass

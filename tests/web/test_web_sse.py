@@ -7,29 +7,22 @@ from typing import Any
 
 from lovia.testing import call, text
 
-from .conftest import Gate, deploy, frames_until_done, read_frames, scripted_agent
+from .conftest import Frame, chat, deploy, gated_agent, resume, scripted_agent, until
 
 
-def _events(frames: list[Any]) -> list[str]:
+def _events(frames: list[Frame]) -> list[str]:
     return [f.event for f in frames]
 
 
 async def test_send_and_stream_a_reply(make_app: Any, serve: Any) -> None:
     server = await serve(make_app(scripted_agent(text("Hi ünï"))))
-    async with server.client.stream("POST", "/api/chat/stream", json={"message": "hello"}) as r:
-        assert r.status_code == 200
-        assert r.headers["content-type"].startswith("text/event-stream")
-        frames = await frames_until_done(r)
-    assert _events(frames) == ["session", "turn_started"] + ["text_delta"] * 6 + [
-        "message_completed",
-        "done",
-    ]
-    assert "".join(f.data["delta"] for f in frames if f.event == "text_delta") == "Hi ünï"
-    assert [f.id for f in frames] == [str(i) for i in range(len(frames))]  # session is id 0
-    assert frames[-1].data["status"] == "completed"
-    assert frames[-1].data["output"] == "Hi ünï"
-    session_id = frames[0].data["session_id"]
-    info = (await server.client.get(f"/api/sessions/{session_id}")).json()
+    async with chat(server.client, "hello") as (session, frames):
+        rest = await until(frames, "done")
+    assert _events(rest) == ["turn_started"] + ["text_delta"] * 6 + ["message_completed", "done"]
+    assert "".join(f.data["delta"] for f in rest if f.event == "text_delta") == "Hi ünï"
+    assert [f.id for f in [session, *rest]] == [str(i) for i in range(len(rest) + 1)]
+    assert rest[-1].data["status"] == "completed" and rest[-1].data["output"] == "Hi ünï"
+    info = (await server.client.get(f"/api/sessions/{session.data['session_id']}")).json()
     assert info["title"] == "hello"
     assert info["active_run_id"] is None and info["live"] is False
 
@@ -37,25 +30,17 @@ async def test_send_and_stream_a_reply(make_app: Any, serve: Any) -> None:
 async def test_a_client_that_disconnects_leaves_the_run_to_finish_headless(
     make_app: Any, serve: Any
 ) -> None:
-    gate = Gate()
-    agent = scripted_agent(call("wait_gate"), text("finished alone"), tools=[gate.tool])
+    gate, agent = gated_agent(text("finished alone"))
     server = await serve(make_app(agent))
-    async with server.client.stream("POST", "/api/chat/stream", json={"message": "go"}) as r:
-        frames = read_frames(r)
-        session = await anext(frames)
-        async for frame in frames:
-            if frame.event == "tool_call":
-                break
+    async with chat(server.client, "go") as (session, frames):
+        await until(frames, "tool_call")
     # The client is gone; the run is still the session's and completes once the gate opens.
     session_id = session.data["session_id"]
     await gate.entered.wait()
     info = (await server.client.get(f"/api/sessions/{session_id}")).json()
     assert info["live"] is True and info["active_run_id"] == session.data["run_id"]
     gate.open()
-    async with server.client.stream(
-        "GET", "/api/chat/stream", params={"session_id": session_id}
-    ) as r:
-        replay = await frames_until_done(r)
+    replay = await resume(server.client, session_id)
     assert replay[-1].data == {
         "status": "completed",
         "output": "finished alone",
@@ -66,93 +51,57 @@ async def test_a_client_that_disconnects_leaves_the_run_to_finish_headless(
 
 
 async def test_two_clients_watch_one_run_and_see_the_same_frames(make_app: Any, serve: Any) -> None:
-    gate = Gate()
-    agent = scripted_agent(call("wait_gate"), text("shared"), tools=[gate.tool])
+    gate, agent = gated_agent(text("shared"))
     server = await serve(make_app(agent))
-    async with server.client.stream("POST", "/api/chat/stream", json={"message": "go"}) as first:
-        frames = read_frames(first)
-        session = await anext(frames)
-        await gate.entered.wait()
-        async with server.client.stream(
-            "GET", "/api/chat/stream", params={"session_id": session.data["session_id"]}
-        ) as second:
+    async with chat(server.client, "go") as (session, frames):
+        params = {"session_id": session.data["session_id"]}
+        async with server.client.stream("GET", "/api/chat/stream", params=params) as r:
+            watcher = read_frames(r)
+            attached = await anext(watcher)
+            # Both are connected and caught up while the run is parked: the rest is live.
+            first, second = await until(frames, "tool_call"), await until(watcher, "tool_call")
             gate.open()
-            seen_by_second = await frames_until_done(second)
-        seen_by_first = [session] + [f async for f in _until_done(frames)]
-    strip = [(f.event, f.id, f.data) for f in seen_by_first[1:]]
-    assert strip == [(f.event, f.id, f.data) for f in seen_by_second[1:]]
-    assert seen_by_second[0].data["attached"] is True
-
-
-async def _until_done(frames: Any) -> Any:
-    async for frame in frames:
-        yield frame
-        if frame.event == "done":
-            return
+            first += await until(frames, "done")
+            second += await until(watcher, "done")
+    assert attached.data == {**session.data, "attached": True}
+    assert [(f.event, f.id, f.data) for f in first] == [(f.event, f.id, f.data) for f in second]
 
 
 async def test_reconnect_with_last_event_id_gets_exactly_the_remaining_events(
     make_app: Any, serve: Any
 ) -> None:
-    gate = Gate()
-    agent = scripted_agent(call("wait_gate"), text("the rest"), tools=[gate.tool])
+    gate, agent = gated_agent(text("the rest"))
     server = await serve(make_app(agent))
-    async with server.client.stream("POST", "/api/chat/stream", json={"message": "go"}) as r:
-        frames = read_frames(r)
-        session = await anext(frames)
-        before = []
-        async for frame in frames:
-            before.append(frame)
-            if frame.event == "tool_call":
-                break
+    async with chat(server.client, "go") as (session, frames):
+        before = await until(frames, "tool_call")
     await gate.entered.wait()
-    session_id = session.data["session_id"]
-    last_id = before[-1].id
+    session_id, last_id = session.data["session_id"], before[-1].id
     assert last_id is not None
     gate.open()  # events keep coming while nobody watches
-    async with server.client.stream(
-        "GET",
-        "/api/chat/stream",
-        params={"session_id": session_id},
-        headers={"Last-Event-ID": last_id},
-    ) as r:
-        after = await frames_until_done(r)
+    after = await resume(server.client, session_id, headers={"Last-Event-ID": last_id})
     assert after[0].event == "session" and after[0].id == last_id
     ids = [int(f.id or "") for f in before + after[1:]]
     assert ids == list(range(1, len(ids) + 1))  # no gap, no duplicate
     assert _events(after[1:])[:2] == ["tool_result", "turn_started"]
     # The query parameter does the same (for clients that cannot set headers).
-    async with server.client.stream(
-        "GET", "/api/chat/stream", params={"session_id": session_id, "last_event_id": last_id}
-    ) as r:
-        again = await frames_until_done(r)
+    again = await resume(server.client, session_id, last_event_id=last_id)
     assert [(f.id, f.data) for f in again[1:]] == [(f.id, f.data) for f in after[1:]]
 
 
 async def test_an_approval_answered_over_http_lets_the_call_run(make_app: Any, serve: Any) -> None:
     agent = scripted_agent(call("deploy", {"env": "prod"}), text("shipped"), tools=[deploy])
     server = await serve(make_app(agent))
-    async with server.client.stream("POST", "/api/chat/stream", json={"message": "ship"}) as r:
-        frames = read_frames(r)
-        session = await anext(frames)
-        seen = []
-        async for frame in frames:
-            seen.append(frame)
-            if frame.event == "approval_required":
-                answer = await server.client.post(
-                    "/api/chat/approve",
-                    json={
-                        "session_id": session.data["session_id"],
-                        "call_id": frame.data["call_id"],
-                        "decision": "approve",
-                    },
-                )
-                assert answer.status_code == 200, answer.text
-            if frame.event == "done":
-                break
-    result = next(f for f in seen if f.event == "tool_result")
+    async with chat(server.client, "ship") as (session, frames):
+        asked = (await until(frames, "approval_required"))[-1]
+        answer_body = {"session_id": session.data["session_id"], "call_id": asked.data["call_id"]}
+        answer = await server.client.post(
+            "/api/chat/approve", json={**answer_body, "decision": "approve"}
+        )
+        assert answer.status_code == 200, answer.text
+        rest = await until(frames, "done")
+    result = next(f for f in rest if f.event == "tool_result")
     assert result.data["output"] == "deployed to prod" and result.data["is_error"] is False
-    assert seen[-1].data["output"] == "shipped"
+    assert rest[-1].data["output"] == "shipped"
     again = await server.client.post(
         "/api/chat/approve",
         json={
@@ -169,29 +118,25 @@ async def test_an_approval_nobody_answers_is_denied_after_the_timeout(
 ) -> None:
     agent = scripted_agent(call("deploy", {"env": "prod"}), text("not shipped"), tools=[deploy])
     server = await serve(make_app(agent, approval_timeout=0.05))
-    async with server.client.stream("POST", "/api/chat/stream", json={"message": "ship"}) as r:
-        frames = await frames_until_done(r)
-    assert "approval_required" in _events(frames)
-    result = next(f for f in frames if f.event == "tool_result")
+    async with chat(server.client, "ship") as (_, frames):
+        rest = await until(frames, "done")
+    assert "approval_required" in _events(rest)
+    result = next(f for f in rest if f.event == "tool_result")
     assert result.data["is_error"] is True
     assert "nobody answered within 0.05 s" in result.data["output"]
-    assert frames[-1].data["status"] == "completed"
+    assert rest[-1].data["status"] == "completed"
 
 
 async def test_cancel_stops_the_live_run(make_app: Any, serve: Any) -> None:
-    gate = Gate()
-    agent = scripted_agent(call("wait_gate"), text("never"), tools=[gate.tool])
+    gate, agent = gated_agent(text("never"))
     server = await serve(make_app(agent))
-    async with server.client.stream("POST", "/api/chat/stream", json={"message": "go"}) as r:
-        frames = read_frames(r)
-        session = await anext(frames)
+    async with chat(server.client, "go") as (session, frames):
         await gate.entered.wait()
         session_id = session.data["session_id"]
         answer = await server.client.post("/api/chat/cancel", params={"session_id": session_id})
         assert answer.status_code == 200
         assert answer.json() == {"session_id": session_id, "run_id": session.data["run_id"]}
-        gate.open()
-        rest = [f async for f in _until_done(frames)]
+        rest = await until(frames, "done")  # the gate never opens: the cancel ends the tool
     assert rest[-2].event == "error" and rest[-2].data["type"] == "RunCancelled"
     assert rest[-1].data == {"status": "cancelled"}
     again = await server.client.post("/api/chat/cancel", params={"session_id": session_id})
@@ -199,38 +144,31 @@ async def test_cancel_stops_the_live_run(make_app: Any, serve: Any) -> None:
 
 
 async def test_a_second_message_attaches_to_the_live_run(make_app: Any, serve: Any) -> None:
-    gate = Gate()
-    agent = scripted_agent(call("wait_gate"), text("both read"), tools=[gate.tool])
+    gate, agent = gated_agent(text("both read"))
     server = await serve(make_app(agent))
-    async with server.client.stream("POST", "/api/chat/stream", json={"message": "one"}) as r:
-        frames = read_frames(r)
-        session = await anext(frames)
+    async with chat(server.client, "one") as (session, frames):
         await gate.entered.wait()
         session_id = session.data["session_id"]
-        async with server.client.stream(
-            "POST", "/api/chat/stream", json={"message": "two", "session_id": session_id}
-        ) as second:
-            attached = await anext(read_frames(second))
-        assert attached.data == {**session.data, "attached": True}
+        async with chat(server.client, "two", session_id=session_id) as (attached, _):
+            assert attached.data == {**session.data, "attached": True}
         gate.open()
-        rest = [f async for f in _until_done(frames)]
+        rest = await until(frames, "done")
     injected = next(f for f in rest if f.event == "user_injected")
     assert injected.data == {"content": "two", "turn": 2}
     assert rest[-1].data["status"] == "completed"
 
 
 async def test_runs_of_different_sessions_stream_concurrently(make_app: Any, serve: Any) -> None:
-    gate = Gate()
-    agent = scripted_agent(call("wait_gate"), text("a"), text("b"), tools=[gate.tool])
+    gate, agent = gated_agent(text("a"), text("b"))
     server = await serve(make_app(agent))
 
-    async def chat(message: str) -> list[Any]:
-        async with server.client.stream("POST", "/api/chat/stream", json={"message": message}) as r:
-            return await frames_until_done(r)
+    async def talk(message: str) -> list[Frame]:
+        async with chat(server.client, message) as (_, frames):
+            return await until(frames, "done")
 
-    first = asyncio.create_task(chat("parked"))
+    first = asyncio.create_task(talk("parked"))
     await gate.entered.wait()
-    second = await chat("quick")  # finishes while the first is parked
+    second = await talk("quick")  # finishes while the first is parked
     gate.open()
     assert second[-1].data["status"] == "completed"
     assert (await first)[-1].data["status"] == "completed"

@@ -6,6 +6,7 @@ reference for every field; inside, the supervisor and the store use the core's o
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -138,16 +139,7 @@ class SessionInfo(BaseModel):
 
     @classmethod
     def of(cls, meta: ChatMeta, *, live: bool) -> SessionInfo:
-        return cls(
-            id=meta.id,
-            agent=meta.agent,
-            title=meta.title,
-            pinned=meta.pinned,
-            created_at=meta.created_at,
-            updated_at=meta.updated_at,
-            active_run_id=meta.active_run_id,
-            live=live,
-        )
+        return cls(**asdict(meta), live=live)
 
 
 class SessionDetail(SessionInfo):
