@@ -7,7 +7,7 @@ from typing import Any
 
 from lovia.testing import call, text
 
-from .conftest import Frame, chat, deploy, gated_agent, resume, scripted_agent, until
+from .conftest import Frame, chat, deploy, gated_agent, read_frames, resume, scripted_agent, until
 
 
 def _events(frames: list[Frame]) -> list[str]:
