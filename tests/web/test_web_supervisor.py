@@ -98,3 +98,43 @@ async def test_stop_waits_for_the_run_so_a_delete_leaves_nothing_behind(
     assert await store.delete_session(started.run.session_id)
     assert await store.read_events(started.run.run_id) == []
     await supervisor.aclose()
+
+
+async def test_a_message_that_arrives_after_the_last_turn_chains_into_the_next_run(
+    store: ChatStore,
+) -> None:
+    agent = scripted_agent(text("first answer"), text("answer to the late one"))
+    supervisor = RunSupervisor({"helper": agent}, store)
+    started = await supervisor.start("hello")
+    sid = started.run.session_id
+    async for record in supervisor.follow(started.run.run_id):
+        if record.type == "message_completed":  # the final reply: no turn will drain again
+            late = await supervisor.start("one more thing", session_id=sid)
+            assert late.attached
+        last = record
+    assert last.type == "done" and last.data["status"] == "completed"
+    next_run_id = last.data["next_run_id"]
+    chained = [r async for r in supervisor.follow(next_run_id)]
+    assert chained[-1].data["output"] == "answer to the late one"
+    transcript = await store.session.load(sid)
+    assert [getattr(e, "content", None) for e in transcript] == [
+        "hello",
+        "first answer",
+        "one more thing",
+        "answer to the late one",
+    ]
+    await supervisor.aclose()
+
+
+async def test_a_cancelled_run_chains_nothing(store: ChatStore) -> None:
+    gate = Gate()
+    agent = scripted_agent(call("wait_gate"), text("never"), tools=[gate.tool])
+    supervisor = RunSupervisor({"helper": agent}, store)
+    started = await supervisor.start("go")
+    await gate.entered.wait()
+    supervisor.inject(started.run.session_id, "queued")
+    await supervisor.stop(started.run.session_id)
+    done = (await store.read_events(started.run.run_id))[-1]
+    assert done.data == {"status": "cancelled"}
+    assert supervisor.live(started.run.session_id) is None
+    await supervisor.aclose()

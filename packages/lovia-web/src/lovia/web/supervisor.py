@@ -17,6 +17,9 @@ Rules it keeps:
   it or ``approval_timeout`` denies it.
 * A run's slot is released *before* its ``done`` record is published, so a client that saw
   ``done`` and sends the next message starts a new run rather than attaching to a dying one.
+* Messages that reach a run's mailbox after its last turn began are not lost: when the run
+  completes, they start the session's next run (*auto-chaining*), and the ``done`` record
+  names it as ``next_run_id``. A cancelled run chains nothing.
 * ``cancel`` stops a run and forgets its checkpoint; ``aclose`` (server shutdown) cancels
   every run cooperatively but keeps its checkpoint and the chat's ``active_run_id``, so the
   run stays resumable.
@@ -34,7 +37,8 @@ from uuid import uuid4
 from lovia.checkpointer import CheckpointOptions
 from lovia.events import ApprovalRequired, RunCompleted, RunFailed
 from lovia.exceptions import RunCancelled
-from lovia.runner import Runner
+from lovia.messages import user
+from lovia.runner import RunInput, Runner
 from lovia.steering import Mailbox
 
 from .approvals import ApprovalRegistry
@@ -152,35 +156,39 @@ class RunSupervisor:
                 f"unknown agent {name!r}" if name else "this server has several agents",
                 hint=f"pass one of: {', '.join(sorted(self.agents))}",
             )
+        run = await self._launch(
+            session_id or uuid4().hex, name, message, title=_provisional_title(message)
+        )
+        return StartedRun(run, attached=False)
+
+    async def _launch(self, session_id: str, agent: str, input: RunInput, *, title: str) -> LiveRun:
         # Reserve the slot before the first await, so a concurrent start attaches to it.
-        run = LiveRun(run_id=uuid4().hex, session_id=session_id or uuid4().hex, agent=name)
-        self._live[run.session_id] = run
+        run = LiveRun(run_id=uuid4().hex, session_id=session_id, agent=agent)
+        self._live[session_id] = run
         self.hub.open(run.run_id)
         try:
-            meta = await self.store.get_session(run.session_id)
+            meta = await self.store.get_session(session_id)
             if meta is None:
-                await self.store.create_session(
-                    run.session_id, agent=name, title=_provisional_title(message)
-                )
+                await self.store.create_session(session_id, agent=agent, title=title)
             elif meta.agent in self.agents:  # a chat keeps its agent while that agent exists
                 run.agent = meta.agent
-            await self.store.set_active_run(run.session_id, run.run_id)
+            await self.store.set_active_run(session_id, run.run_id)
         except BaseException:
-            self._live.pop(run.session_id, None)
+            self._live.pop(session_id, None)
             self.hub.close(run.run_id)
             raise
-        run.task = asyncio.create_task(self._drive(run, message), name=f"lovia-run-{run.run_id}")
-        return StartedRun(run, attached=False)
+        run.task = asyncio.create_task(self._drive(run, input), name=f"lovia-run-{run.run_id}")
+        return run
 
     # -- the run's task --------------------------------------------------------------------
 
-    async def _drive(self, run: LiveRun, message: str) -> None:
+    async def _drive(self, run: LiveRun, input: RunInput) -> None:
         terminal: list[tuple[str, dict[str, Any]]] = []
         try:
             run.seq = await self.store.last_seq(run.run_id)
             handle = Runner.stream(
                 self.agents[run.agent],
-                message,
+                input,
                 session=self.store.session,
                 session_id=run.session_id,
                 checkpoint=CheckpointOptions(
@@ -240,6 +248,10 @@ class RunSupervisor:
             if self._live.get(run.session_id) is run:
                 del self._live[run.session_id]
             try:
+                if status == "completed" and run.stop_reason is None and len(run.mailbox):
+                    chained = await self._chain(run)
+                    if chained is not None:
+                        terminal[-1][1]["next_run_id"] = chained.run_id
                 for kind, data in terminal:
                     await self._emit(run, kind, data)
                 await self.store.prune_events(run.session_id)
@@ -247,6 +259,18 @@ class RunSupervisor:
                 logger.exception("could not log the end of run %s", run.run_id)
             finally:
                 self.hub.close(run.run_id)
+
+    async def _chain(self, run: LiveRun) -> LiveRun | None:
+        """Start the session's next run with the messages ``run`` left in its mailbox (they
+        arrived after its last turn began); ``None`` when it cannot start."""
+        leftovers = [user(content) for content in run.mailbox.drain()]
+        if self._closing:
+            return None
+        try:
+            return await self._launch(run.session_id, run.agent, leftovers, title="")
+        except Exception:  # the messages are lost, but the finished run must still close
+            logger.exception("could not chain the leftovers of run %s", run.run_id)
+            return None
 
     # -- watching --------------------------------------------------------------------------
 
