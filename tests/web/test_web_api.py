@@ -8,7 +8,7 @@ import pytest
 from lovia.exceptions import ProviderError
 from lovia.testing import call, text
 
-from .conftest import Gate, scripted_agent
+from .conftest import Gate, read_frames, scripted_agent
 
 
 def _no_internals(response: Any) -> None:
@@ -201,3 +201,31 @@ async def test_a_failing_run_ends_with_error_then_done(make_app: Any, asgi_clien
     assert await app.state.lovia.store.checkpointer.load(started.run.run_id) is None
     meta = await app.state.lovia.store.get_session(started.run.session_id)
     assert meta.active_run_id is None
+
+
+async def test_resuming_an_earlier_run_of_the_chat_by_its_run_id(
+    make_app: Any, asgi_client: Any
+) -> None:
+    app = make_app(scripted_agent(text("ab"), text("cd"), text("ef")))
+    client = await asgi_client(app)
+    supervisor = app.state.lovia.supervisor
+    first = await supervisor.start("one")
+    first_records = [r async for r in supervisor.follow(first.run.run_id)]
+    sid = first.run.session_id
+    second = await supervisor.start("two", session_id=sid)
+    [r async for r in supervisor.follow(second.run.run_id)]
+    # The buffered ASGI transport is fine here: both runs have ended, so the stream ends.
+    params = {"session_id": sid, "run_id": first.run.run_id, "last_event_id": 2}
+    r = await client.get("/api/chat/stream", params=params)
+    frames = [f async for f in read_frames(r)]
+    assert frames[0].data["run_id"] == first.run.run_id
+    assert [(f.event, f.data) for f in frames[1:]] == [
+        (rec.type, rec.data) for rec in first_records[2:]
+    ]
+    r = await client.get("/api/chat/stream", params={"session_id": sid})
+    latest = [f async for f in read_frames(r)]
+    assert latest[0].data["run_id"] == second.run.run_id
+    other = await supervisor.start("elsewhere")
+    [r async for r in supervisor.follow(other.run.run_id)]
+    r = await client.get("/api/chat/stream", params={**params, "run_id": other.run.run_id})
+    assert r.status_code == 404  # a run of another chat is not this chat's

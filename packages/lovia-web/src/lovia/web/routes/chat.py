@@ -67,18 +67,28 @@ async def start_stream(body: ChatRequest, state: State) -> EventSourceResponse:
 async def resume_stream(
     state: State,
     session_id: str = Query(pattern=SESSION_ID_PATTERN),
+    run_id: str | None = Query(default=None, pattern=r"^[0-9a-f]{32}$"),
     last_event_id: int | None = Query(default=None, ge=0),
     last_event_id_header: int | None = Header(default=None, alias="Last-Event-ID", ge=0),
 ) -> EventSourceResponse:
-    """Watch the session's live run, or its latest one, from after ``Last-Event-ID``.
+    """Watch a run of the session from after ``Last-Event-ID``: ``run_id`` (from the
+    ``session`` frame), else the live run, else the latest one.
 
-    The header wins over the ``last_event_id`` query (an ``EventSource`` sends the header on
-    its own reconnects). Without either, the whole run is replayed.
+    Ids count per run, so a client resuming across runs passes the ``run_id`` its id belongs
+    to. The header wins over the ``last_event_id`` query (an ``EventSource`` sends the header
+    on its own reconnects). Without either, the whole run is replayed.
     """
     if await state.store.get_session(session_id) is None:
         raise NotFound(f"unknown session {session_id!r}")
     live = state.supervisor.live(session_id)
-    run_id = live.run_id if live is not None else await state.store.latest_run(session_id)
+    if run_id is not None:
+        known = live is not None and live.run_id == run_id
+        if not known and not await state.store.has_run(session_id, run_id):
+            raise NotFound(f"session {session_id!r} has no run {run_id!r}")
+    elif live is not None:
+        run_id = live.run_id
+    else:
+        run_id = await state.store.latest_run(session_id)
     if run_id is None:
         raise NotFound(f"session {session_id!r} has no run to stream")
     after = last_event_id_header if last_event_id_header is not None else (last_event_id or 0)

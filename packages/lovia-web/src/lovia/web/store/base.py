@@ -105,6 +105,10 @@ class ChatStore(ABC):
         """The most recent run of the chat that has logged events."""
 
     @abstractmethod
+    async def has_run(self, session_id: str, run_id: str) -> bool:
+        """Whether run ``run_id`` of ``session_id`` has logged events."""
+
+    @abstractmethod
     async def prune_events(self, session_id: str) -> int:
         """Apply the retention policy after a run of ``session_id`` ended; rows deleted."""
 

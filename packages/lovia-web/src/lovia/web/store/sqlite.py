@@ -247,6 +247,16 @@ class SQLiteChatStore(ChatStore):
 
         return await self._call(select, write=False)
 
+    async def has_run(self, session_id: str, run_id: str) -> bool:
+        def select(conn: sqlite3.Connection) -> bool:
+            row = conn.execute(
+                "SELECT 1 FROM run_events WHERE run_id = ? AND session_id = ? LIMIT 1",
+                (run_id, session_id),
+            ).fetchone()
+            return row is not None
+
+        return await self._call(select, write=False)
+
     async def prune_events(self, session_id: str) -> int:
         keep, cap = self.retention.runs_per_session, self.retention.max_events
 
