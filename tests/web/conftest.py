@@ -137,6 +137,15 @@ class LiveServer:
     app: FastAPI
     url: str
     client: httpx.AsyncClient
+    server: uvicorn.Server
+    task: asyncio.Task[None]
+
+    async def stop(self) -> None:
+        """Shut the server down (its lifespan closes the supervisor and the store)."""
+        if not self.task.done():
+            await self.client.aclose()
+            self.server.should_exit = True
+            await asyncio.wait_for(self.task, 30)
 
 
 @pytest.fixture
@@ -152,7 +161,7 @@ def make_app(tmp_path: Path) -> Callable[..., FastAPI]:
 async def serve() -> AsyncIterator[Callable[[FastAPI], Any]]:
     """``await serve(app)``: run ``app`` on a real uvicorn bound to 127.0.0.1:<free port>, in
     the test's own event loop (so gates are plain asyncio events); stopped at teardown."""
-    servers: list[tuple[uvicorn.Server, asyncio.Task[None], httpx.AsyncClient]] = []
+    servers: list[LiveServer] = []
 
     async def start(app: FastAPI) -> LiveServer:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -171,14 +180,13 @@ async def serve() -> AsyncIterator[Callable[[FastAPI], Any]]:
             await asyncio.sleep(0.005)
         url = f"http://127.0.0.1:{port}"
         client = httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(30.0))
-        servers.append((server, task, client))
-        return LiveServer(app, url, client)
+        live = LiveServer(app, url, client, server, task)
+        servers.append(live)
+        return live
 
     yield start
-    for server, task, client in servers:
-        await client.aclose()
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)
+    for live in servers:
+        await live.stop()
 
 
 @pytest.fixture

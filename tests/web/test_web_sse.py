@@ -172,3 +172,31 @@ async def test_runs_of_different_sessions_stream_concurrently(make_app: Any, ser
     gate.open()
     assert second[-1].data["status"] == "completed"
     assert (await first)[-1].data["status"] == "completed"
+
+
+async def test_after_a_restart_reconnecting_resumes_the_interrupted_run(
+    make_app: Any, serve: Any
+) -> None:
+    gate, agent = gated_agent(text("survived the restart"))
+    first = await serve(make_app(agent))
+    async with chat(first.client, "go") as (session, frames):
+        before = await until(frames, "tool_call")
+    await gate.entered.wait()
+    await first.stop()  # the lifespan shuts the supervisor down mid-run
+    gate.open()
+    second = await serve(make_app(agent))  # same database file, a fresh process state
+    session_id, last_id = session.data["session_id"], before[-1].id
+    assert last_id is not None
+    after = await resume(second.client, session_id, headers={"Last-Event-ID": last_id})
+    assert after[0].data["run_id"] == session.data["run_id"]
+    ids = [int(f.id or "") for f in before + after[1:]]
+    assert ids == list(range(1, len(ids) + 1))  # one run, one numbering, across the restart
+    assert after[-1].data["output"] == "survived the restart"
+    info = (await second.client.get(f"/api/sessions/{session_id}")).json()
+    assert info["active_run_id"] is None
+    assert [e["type"] for e in info["entries"]] == [
+        "input",
+        "tool_call",
+        "tool_result",
+        "assistant_text",
+    ]

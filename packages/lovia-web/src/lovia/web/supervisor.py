@@ -21,8 +21,8 @@ Rules it keeps:
   completes, they start the session's next run (*auto-chaining*), and the ``done`` record
   names it as ``next_run_id``. A cancelled run chains nothing.
 * ``cancel`` stops a run and forgets its checkpoint; ``aclose`` (server shutdown) cancels
-  every run cooperatively but keeps its checkpoint and the chat's ``active_run_id``, so the
-  run stays resumable.
+  every run cooperatively but keeps its checkpoint and the chat's ``active_run_id``, and logs
+  no ``done`` for it: ``resume`` (after a restart) continues the same run id and seq.
 """
 
 from __future__ import annotations
@@ -71,6 +71,8 @@ class LiveRun:
     task: asyncio.Task[None] | None = None
     handle: RunHandle[Any] | None = None
     seq: int = 0
+    resumed: bool = False
+    """Whether this run continues an interrupted one from its checkpoint."""
     stop_reason: str | None = None
     """Why the supervisor stopped it: ``"cancel"`` (a client) or ``"shutdown"``."""
 
@@ -161,9 +163,41 @@ class RunSupervisor:
         )
         return StartedRun(run, attached=False)
 
-    async def _launch(self, session_id: str, agent: str, input: RunInput, *, title: str) -> LiveRun:
+    async def resume(self, session_id: str) -> LiveRun | None:
+        """The session's live run, or its interrupted run resumed from its checkpoint (after a
+        shutdown or a crash); ``None`` when there is nothing to resume.
+
+        Raises ``CapacityExceeded`` when a resume needs a slot and none is free.
+        """
+        live = self._live.get(session_id)
+        if live is not None:
+            return live
+        meta = await self.store.get_session(session_id)
+        if meta is None or meta.active_run_id is None or session_id in self._live:
+            return self._live.get(session_id)
+        run_id = meta.active_run_id
+        if await self.store.checkpointer.load(run_id) is None:  # died before its first save
+            await self.store.set_active_run(session_id, None, expected=run_id)
+            return None
+        if self._closing or len(self._live) >= self.max_background_runs:
+            raise CapacityExceeded(
+                f"no free slot to resume run {run_id!r}", hint="retry when a run has finished"
+            )
+        agent = meta.agent if meta.agent in self.agents else next(iter(self.agents))
+        return await self._launch(session_id, agent, [], title=meta.title, resume_run=run_id)
+
+    async def _launch(
+        self,
+        session_id: str,
+        agent: str,
+        input: RunInput,
+        *,
+        title: str,
+        resume_run: str | None = None,
+    ) -> LiveRun:
         # Reserve the slot before the first await, so a concurrent start attaches to it.
-        run = LiveRun(run_id=uuid4().hex, session_id=session_id, agent=agent)
+        run = LiveRun(run_id=resume_run or uuid4().hex, session_id=session_id, agent=agent)
+        run.resumed = resume_run is not None
         self._live[session_id] = run
         self.hub.open(run.run_id)
         try:
@@ -194,6 +228,7 @@ class RunSupervisor:
                 checkpoint=CheckpointOptions(
                     checkpointer=self.store.checkpointer,
                     run_id=run.run_id,
+                    if_run_exists="resume_only" if run.resumed else "fail",
                     delete_on_success=True,
                 ),
                 mailbox=run.mailbox,
@@ -237,8 +272,13 @@ class RunSupervisor:
     async def _finish(self, run: LiveRun, terminal: list[tuple[str, dict[str, Any]]]) -> None:
         self.approvals.release(run.session_id, reason="the run ended")
         status = terminal[-1][1].get("status")
+        # Interrupted by a shutdown: the pointer, the checkpoint and an open-ended log stay,
+        # so ``resume`` continues the same run (and the same seq) after a restart.
+        interrupted = run.stop_reason == "shutdown" and status != "completed"
+        if interrupted:
+            terminal = []
         try:
-            if run.stop_reason != "shutdown":
+            if not interrupted:
                 await self.store.set_active_run(run.session_id, None, expected=run.run_id)
                 if status != "completed":
                     await self.store.checkpointer.delete(run.run_id)

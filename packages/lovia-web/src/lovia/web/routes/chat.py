@@ -72,15 +72,19 @@ async def resume_stream(
     last_event_id_header: int | None = Header(default=None, alias="Last-Event-ID", ge=0),
 ) -> EventSourceResponse:
     """Watch a run of the session from after ``Last-Event-ID``: ``run_id`` (from the
-    ``session`` frame), else the live run, else the latest one.
+    ``session`` frame), else the live run, else the latest one. A run a restart interrupted
+    is resumed from its checkpoint first, and its ids continue where they stopped.
 
     Ids count per run, so a client resuming across runs passes the ``run_id`` its id belongs
     to. The header wins over the ``last_event_id`` query (an ``EventSource`` sends the header
     on its own reconnects). Without either, the whole run is replayed.
     """
-    if await state.store.get_session(session_id) is None:
+    meta = await state.store.get_session(session_id)
+    if meta is None:
         raise NotFound(f"unknown session {session_id!r}")
     live = state.supervisor.live(session_id)
+    if live is None and meta.active_run_id is not None and run_id in (None, meta.active_run_id):
+        live = await state.supervisor.resume(session_id)  # interrupted by a restart
     if run_id is not None:
         known = live is not None and live.run_id == run_id
         if not known and not await state.store.has_run(session_id, run_id):
