@@ -192,6 +192,9 @@ async def test_after_a_restart_reconnecting_resumes_the_interrupted_run(
     ids = [int(f.id or "") for f in before + after[1:]]
     assert ids == list(range(1, len(ids) + 1))  # one run, one numbering, across the restart
     assert after[-1].data["output"] == "survived the restart"
+    # The call cut off by the shutdown runs again (at least once), so it is announced again.
+    assert (after[1].event, after[1].data) == (before[-1].event, before[-1].data)
+    assert after[2].event == "tool_result" and after[2].data["output"] == "gate opened"
     info = (await second.client.get(f"/api/sessions/{session_id}")).json()
     assert info["active_run_id"] is None
     assert [e["type"] for e in info["entries"]] == [
