@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from lovia.exceptions import StoreError
 from lovia.transcript import AssistantTextEntry, InputEntry
-from lovia.web import EventRetention, SQLiteChatStore
+from lovia.web import EventRecord, EventRetention, SQLiteChatStore
 
 
 @pytest.fixture
@@ -46,14 +46,18 @@ async def test_active_run_pointer_clears_only_when_it_still_names_the_run(
 async def test_event_log_reads_after_a_seq_and_refuses_a_duplicate(
     store: SQLiteChatStore,
 ) -> None:
-    for seq in (1, 2, 3):
-        await store.append_event("r", seq, session_id="s", type="text_delta", data={"d": "ü"})
+    await store.append_events(
+        "s", [EventRecord("r", seq, "text_delta", {"d": "ü"}) for seq in (1, 2, 3)]
+    )
     assert [e.seq for e in await store.read_events("r", after=1)] == [2, 3]
     assert (await store.read_events("r"))[0].data == {"d": "ü"}
     assert await store.last_seq("r") == 3 and await store.last_seq("other") == 0
     assert await store.latest_run("s") == "r"
     with pytest.raises(StoreError) as caught:
-        await store.append_event("r", 3, session_id="s", type="done", data={})
+        await store.append_events(
+            "s", [EventRecord("r", 4, "done", {}), EventRecord("r", 3, "x", {})]
+        )
+    assert await store.last_seq("r") == 3  # the failed batch left nothing behind
     assert caught.value.hint
 
 
@@ -62,7 +66,7 @@ async def test_delete_removes_transcript_metadata_and_events(store: SQLiteChatSt
     await store.session.append(
         "s", [InputEntry("user", "hi"), AssistantTextEntry("yo")], run_id="r"
     )
-    await store.append_event("r", 1, session_id="s", type="done", data={})
+    await store.append_events("s", [EventRecord("r", 1, "done", {})])
     assert await store.delete_session("s")
     assert await store.get_session("s") is None
     assert await store.session.load("s") == []
@@ -77,14 +81,12 @@ async def test_retention_keeps_recent_runs_per_session_and_a_total_cap(tmp_path:
     try:
         await store.create_session("s", agent="helper", title="t")
         for run in ("r1", "r2", "r3"):
-            for seq in (1, 2):
-                await store.append_event(run, seq, session_id="s", type="x", data={})
+            await store.append_events("s", [EventRecord(run, seq, "x", {}) for seq in (1, 2)])
         assert await store.prune_events("s") == 2  # r1 is the third-newest run
         assert await store.read_events("r1") == []
         # A live run (the session's active_run_id) is never pruned, even past the cap.
         await store.set_active_run("s", "r4")
-        for seq in range(1, 5):
-            await store.append_event("r4", seq, session_id="s", type="x", data={})
+        await store.append_events("s", [EventRecord("r4", seq, "x", {}) for seq in range(1, 5)])
         # r2 falls out of the two newest runs (r4, r3); then 6 rows exceed the cap of 5, so
         # the oldest finished run, r3, goes too.
         assert await store.prune_events("s") == 4

@@ -6,6 +6,11 @@ records with a monotonic ``seq`` (1, 2, ...), appends each to the ``ChatStore`` 
 publishing it to the ``EventHub``: that order is what lets a reconnecting client read the log
 and then follow the hub with no gap and no duplicate.
 
+``RunLog`` is one run's writer. The run's task hands it records without waiting; a writer
+task appends whatever has queued up in one transaction and then publishes that batch, so a
+fast stream of deltas costs one commit per batch, not per event, and a record still reaches
+the hub only once it is durable.
+
 Retention (``EventRetention``): the events of a finished run are kept for the session's
 ``runs_per_session`` most recent runs, and the whole log holds at most ``max_events`` rows;
 past that the oldest finished runs' events go first. A live run's events are never pruned.
@@ -13,8 +18,10 @@ past that the oldest finished runs' events go first. A live run's events are nev
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lovia.events import (
     ApprovalRequired,
@@ -36,7 +43,23 @@ from lovia.exceptions import RunCancelled
 from lovia.messages import ToolCall
 from lovia.transcript import entry_to_dict, to_json_safe
 
-__all__ = ["EventRecord", "EventRetention", "done_record", "error_record", "records_of"]
+if TYPE_CHECKING:
+    from .hub import EventHub
+    from .store.base import ChatStore
+
+__all__ = [
+    "EventRecord",
+    "EventRetention",
+    "RunLog",
+    "done_record",
+    "error_record",
+    "records_of",
+]
+
+logger = logging.getLogger(__name__)
+
+_MAX_PENDING = 4096
+"""Records a run may queue ahead of its writer before ``put`` waits (backpressure)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,3 +152,56 @@ def records_of(event: Event) -> list[tuple[str, dict[str, Any]]]:
         status = "cancelled" if isinstance(event.error, RunCancelled) else "failed"
         return [("error", error_record(event.error)), ("done", done_record(status))]
     return []
+
+
+class RunLog:
+    """The writer of one run's records: numbered, logged in batches, then published.
+
+    ``put`` numbers a record and queues it; it waits only when ``_MAX_PENDING`` records are
+    queued. ``close`` flushes everything queued and stops the writer. A batch the store
+    refuses is still published (live watchers see it; a replay will not) and logged as an
+    error, so a failing disk degrades resumption but never stalls the run.
+    """
+
+    def __init__(
+        self, run_id: str, session_id: str, store: ChatStore, hub: EventHub, *, last_seq: int
+    ) -> None:
+        self.run_id = run_id
+        self.session_id = session_id
+        self.seq = last_seq
+        self._store = store
+        self._hub = hub
+        self._pending: list[EventRecord] = []
+        self._wake = asyncio.Event()
+        self._drained = asyncio.Event()
+        self._closed = False
+        self._task = asyncio.create_task(self._write(), name=f"lovia-log-{run_id}")
+
+    async def put(self, kind: str, data: dict[str, Any]) -> None:
+        self.seq += 1
+        self._pending.append(EventRecord(self.run_id, self.seq, kind, data))
+        self._wake.set()
+        if len(self._pending) >= _MAX_PENDING:
+            self._drained.clear()
+            await self._drained.wait()
+
+    async def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        await asyncio.shield(self._task)
+
+    async def _write(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch, self._pending = self._pending, []
+            if batch:
+                try:
+                    await self._store.append_events(self.session_id, batch)
+                except Exception:
+                    logger.exception("could not log %d events of run %s", len(batch), self.run_id)
+                for record in batch:
+                    self._hub.publish(record)
+            self._drained.set()
+            if self._closed and not self._pending:
+                return

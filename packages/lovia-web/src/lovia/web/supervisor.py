@@ -5,8 +5,9 @@ disconnects only stops *watching*, and the run completes headless. The superviso
 core through ``Runner.stream`` only, and for every event it
 
 1. turns it into records (``lovia.web.eventlog.records_of``),
-2. numbers each with the run's next ``seq`` and appends it to the store's event log,
-3. publishes it to the ``EventHub`` (append *before* publish: see ``follow``).
+2. hands them to the run's ``RunLog``, which numbers them with the run's next ``seq``,
+   appends them to the store's event log in batches, and only then publishes them to the
+   ``EventHub`` (append *before* publish: see ``follow``).
 
 Rules it keeps:
 
@@ -43,7 +44,7 @@ from lovia.steering import Mailbox
 
 from .approvals import ApprovalRegistry
 from .errors import CapacityExceeded, NotFound
-from .eventlog import EventRecord, done_record, error_record, records_of
+from .eventlog import EventRecord, RunLog, done_record, error_record, records_of
 from .hub import EventHub
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ class LiveRun:
     mailbox: Mailbox = field(default_factory=Mailbox)
     task: asyncio.Task[None] | None = None
     handle: RunHandle[Any] | None = None
-    seq: int = 0
+    log: RunLog | None = None
     resumed: bool = False
     """Whether this run continues an interrupted one from its checkpoint."""
     stop_reason: str | None = None
@@ -219,7 +220,8 @@ class RunSupervisor:
     async def _drive(self, run: LiveRun, input: RunInput) -> None:
         terminal: list[tuple[str, dict[str, Any]]] = []
         try:
-            run.seq = await self.store.last_seq(run.run_id)
+            last_seq = await self.store.last_seq(run.run_id)
+            run.log = RunLog(run.run_id, run.session_id, self.store, self.hub, last_seq=last_seq)
             handle = Runner.stream(
                 self.agents[run.agent],
                 input,
@@ -242,7 +244,7 @@ class RunSupervisor:
                     terminal = records_of(event)
                     continue
                 for kind, data in records_of(event):
-                    await self._emit(run, kind, data)
+                    await run.log.put(kind, data)
                 if isinstance(event, ApprovalRequired):
                     await self.approvals.wait(run.session_id, event)
         except Exception as exc:  # the run must end with error + done, whatever broke
@@ -257,17 +259,6 @@ class RunSupervisor:
                     ("done", done_record("cancelled")),
                 ]
             await self._finish(run, terminal)
-
-    async def _emit(self, run: LiveRun, kind: str, data: dict[str, Any]) -> None:
-        run.seq += 1
-        record = EventRecord(run.run_id, run.seq, kind, data)
-        try:
-            await self.store.append_event(
-                run.run_id, run.seq, session_id=run.session_id, type=kind, data=data
-            )
-        finally:
-            # Even when the log failed, live watchers get the record (a replay will lack it).
-            self.hub.publish(record)
 
     async def _finish(self, run: LiveRun, terminal: list[tuple[str, dict[str, Any]]]) -> None:
         self.approvals.release(run.session_id, reason="the run ended")
@@ -292,12 +283,20 @@ class RunSupervisor:
                     chained = await self._chain(run)
                     if chained is not None:
                         terminal[-1][1]["next_run_id"] = chained.run_id
+                if run.log is None:  # failed before its log existed
+                    last_seq = await self.store.last_seq(run.run_id)
+                    run.log = RunLog(
+                        run.run_id, run.session_id, self.store, self.hub, last_seq=last_seq
+                    )
                 for kind, data in terminal:
-                    await self._emit(run, kind, data)
+                    await run.log.put(kind, data)
+                await run.log.close()
                 await self.store.prune_events(run.session_id)
             except Exception:  # the watchers still get the close below
                 logger.exception("could not log the end of run %s", run.run_id)
             finally:
+                if run.log is not None:
+                    await run.log.close()
                 self.hub.close(run.run_id)
 
     async def _chain(self, run: LiveRun) -> LiveRun | None:

@@ -7,7 +7,8 @@ SQLite one is ``SQLiteChatStore`` and a PostgreSQL one implements the same metho
 
 Contract every implementation keeps:
 
-* ``append_event`` is durable when it returns, and ``(run_id, seq)`` is unique.
+* ``append_events`` is durable (all of the batch, or none) when it returns, and
+  ``(run_id, seq)`` is unique.
 * ``read_events(run_id, after)`` returns the run's records with ``seq > after`` in order.
 * ``set_active_run(..., expected=)`` only clears the pointer if it still names ``expected``.
 * ``delete_session`` removes the transcript, the metadata, the event log and the checkpoint
@@ -17,8 +18,9 @@ Contract every implementation keeps:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from lovia.checkpointer import Checkpointer
@@ -89,9 +91,8 @@ class ChatStore(ABC):
     # -- the event log ---------------------------------------------------------------------
 
     @abstractmethod
-    async def append_event(
-        self, run_id: str, seq: int, *, session_id: str, type: str, data: dict[str, Any]
-    ) -> None: ...
+    async def append_events(self, session_id: str, records: Sequence[EventRecord]) -> None:
+        """Log ``records`` (of runs of ``session_id``) in one transaction."""
 
     @abstractmethod
     async def read_events(self, run_id: str, *, after: int = 0) -> list[EventRecord]: ...

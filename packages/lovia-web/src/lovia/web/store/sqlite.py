@@ -13,7 +13,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -204,16 +204,23 @@ class SQLiteChatStore(ChatStore):
 
     # -- the event log ---------------------------------------------------------------------
 
-    async def append_event(
-        self, run_id: str, seq: int, *, session_id: str, type: str, data: dict[str, Any]
-    ) -> None:
-        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    async def append_events(self, session_id: str, records: Sequence[EventRecord]) -> None:
+        rows = [
+            (
+                r.run_id,
+                r.seq,
+                session_id,
+                r.type,
+                json.dumps(r.data, ensure_ascii=False, separators=(",", ":")),
+            )
+            for r in records
+        ]
 
         def insert(conn: sqlite3.Connection) -> None:
-            conn.execute(
+            conn.executemany(
                 "INSERT INTO run_events (run_id, seq, session_id, type, data) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (run_id, seq, session_id, type, payload),
+                rows,
             )
 
         await self._call(insert, write=True)
