@@ -24,7 +24,6 @@ from pathlib import Path
 
 import httpx
 import uvicorn
-
 from lovia import Agent, Runner
 from lovia.testing import ScriptedProvider, text
 from lovia.web import ChatStore, RunSupervisor, create_app
