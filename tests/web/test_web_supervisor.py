@@ -9,7 +9,7 @@ import pytest
 from lovia.testing import call, text
 from lovia.web import CapacityExceeded, ChatStore, EventHub, NotFound, RunSupervisor
 
-from .conftest import Gate, scripted_agent
+from .conftest import Gate, deploy, scripted_agent
 
 
 @pytest.fixture
@@ -159,3 +159,28 @@ async def test_a_cancelled_run_chains_nothing(store: ChatStore) -> None:
     assert done.data == {"status": "cancelled"}
     assert supervisor.live(started.run.session_id) is None
     await supervisor.aclose()
+
+
+async def test_an_approval_pending_at_shutdown_is_asked_again_after_the_resume(
+    store: ChatStore,
+) -> None:
+    agent = scripted_agent(call("deploy", {"env": "prod"}), text("deployed"), tools=[deploy])
+    supervisor = RunSupervisor({"helper": agent}, store)
+    started = await supervisor.start("ship it")
+    async for record in supervisor.follow(started.run.run_id):
+        if record.type == "approval_required":
+            break
+    await supervisor.aclose()  # nobody answered: undecided, not denied
+    logged = await store.last_seq(started.run.run_id)
+    restarted = RunSupervisor({"helper": agent}, store)
+    resumed = await restarted.resume(started.run.session_id)
+    assert resumed is not None
+    results = []
+    async for record in restarted.follow(resumed.run_id, after=logged):
+        if record.type == "approval_required":
+            assert restarted.approvals.decide(resumed.session_id, record.data["call_id"], True)
+        results.append(record)
+    tool_results = [r.data for r in results if r.type == "tool_result"]
+    assert [(r["output"], r["is_error"]) for r in tool_results] == [("deployed to prod", False)]
+    assert results[-1].data["output"] == "deployed"
+    await restarted.aclose()

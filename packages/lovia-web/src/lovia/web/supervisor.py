@@ -370,7 +370,10 @@ class RunSupervisor:
             run.handle.cancel(
                 "cancelled by the user" if reason == "cancel" else "server shutting down"
             )
-        self.approvals.release(run.session_id, reason=f"the run was stopped ({reason})")
+        if reason == "shutdown":  # undecided: the resumed run asks again
+            self.approvals.abandon(run.session_id)
+        else:
+            self.approvals.release(run.session_id, reason="the run was cancelled")
 
     async def aclose(self) -> None:
         """Stop every run cooperatively (checkpoints kept); cancel stragglers after a grace."""
