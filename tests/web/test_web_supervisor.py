@@ -6,8 +6,16 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from lovia.exceptions import UserError
 from lovia.testing import call, text
-from lovia.web import CapacityExceeded, ChatStore, EventHub, NotFound, RunSupervisor
+from lovia.web import (
+    ApprovalRegistry,
+    CapacityExceeded,
+    ChatStore,
+    EventHub,
+    NotFound,
+    RunSupervisor,
+)
 
 from .conftest import Gate, deploy, scripted_agent
 
@@ -184,3 +192,32 @@ async def test_an_approval_pending_at_shutdown_is_asked_again_after_the_resume(
     assert [(r["output"], r["is_error"]) for r in tool_results] == [("deployed to prod", False)]
     assert results[-1].data["output"] == "deployed"
     await restarted.aclose()
+
+
+async def test_a_new_message_to_an_interrupted_chat_resumes_its_run_and_joins_it(
+    store: ChatStore,
+) -> None:
+    gate = Gate()
+    agent = scripted_agent(call("wait_gate"), text("resumed with the news"), tools=[gate.tool])
+    supervisor = RunSupervisor({"helper": agent}, store)
+    started = await supervisor.start("long job")
+    await gate.entered.wait()
+    await supervisor.aclose()
+    gate.open()
+    restarted = RunSupervisor({"helper": agent}, store)
+    again = await restarted.start("any news?", session_id=started.run.session_id)
+    assert again.attached and again.run.run_id == started.run.run_id
+    records = [r async for r in restarted.follow(again.run.run_id)]
+    assert {"content": "any news?", "turn": 2} in [r.data for r in records]
+    assert records[-1].data["output"] == "resumed with the news"
+    await restarted.aclose()
+
+
+def test_bad_settings_are_usage_errors(tmp_path: Path) -> None:
+
+    with pytest.raises(UserError, match="approval_timeout"):
+        ApprovalRegistry(timeout=0)
+    with pytest.raises(UserError, match="max_background_runs"):
+        RunSupervisor(
+            {"helper": scripted_agent()}, ChatStore.sqlite(":memory:"), max_background_runs=0
+        )

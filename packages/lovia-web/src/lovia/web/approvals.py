@@ -15,6 +15,7 @@ import math
 from typing import Optional, Union
 
 from lovia.events import ApprovalRequired
+from lovia.exceptions import UserError
 
 __all__ = ["ApprovalRegistry"]
 
@@ -27,8 +28,9 @@ class ApprovalRegistry:
 
     def __init__(self, *, timeout: float | None = 300.0) -> None:
         if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
-            raise ValueError(
-                f"approval_timeout must be a positive number of seconds or None, got {timeout!r}"
+            raise UserError(
+                f"approval_timeout must be a positive number of seconds or None, got {timeout!r}",
+                hint="None waits for an answer without limit",
             )
         self.timeout = timeout
         self._pending: dict[tuple[str, str], asyncio.Future[_Decision]] = {}

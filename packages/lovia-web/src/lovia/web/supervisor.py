@@ -37,7 +37,7 @@ from uuid import uuid4
 
 from lovia.checkpointer import CheckpointOptions
 from lovia.events import ApprovalRequired, RunCompleted, RunFailed
-from lovia.exceptions import RunCancelled
+from lovia.exceptions import RunCancelled, UserError
 from lovia.messages import user
 from lovia.runner import RunInput, Runner
 from lovia.steering import Mailbox
@@ -105,9 +105,12 @@ class RunSupervisor:
         max_turns: int = 50,
     ) -> None:
         if not agents:
-            raise ValueError("RunSupervisor needs at least one agent")
+            raise UserError("RunSupervisor needs at least one agent", hint="pass {name: Agent}")
         if max_background_runs < 1:
-            raise ValueError(f"max_background_runs must be >= 1, got {max_background_runs}")
+            raise UserError(
+                f"max_background_runs must be >= 1, got {max_background_runs}",
+                hint="the default is 8",
+            )
         self.agents = dict(agents)
         self.store = store
         self.hub = hub or EventHub()
@@ -139,9 +142,12 @@ class RunSupervisor:
     ) -> StartedRun:
         """Start a run of ``message`` in the session, or attach it to the session's live run.
 
-        Raises ``NotFound`` for an unknown agent and ``CapacityExceeded`` when every slot is
-        taken (or the server is shutting down).
+        A session whose run a restart interrupted resumes that run first, and the message
+        joins it. Raises ``NotFound`` for an unknown agent and ``CapacityExceeded`` when every
+        slot is taken (or the server is shutting down).
         """
+        if session_id is not None and session_id not in self._live:
+            await self.resume(session_id)  # an interrupted run continues; the message joins it
         live = self._live.get(session_id) if session_id is not None else None
         if live is not None:
             live.mailbox.push(message)
@@ -180,6 +186,8 @@ class RunSupervisor:
         if await self.store.checkpointer.load(run_id) is None:  # died before its first save
             await self.store.set_active_run(session_id, None, expected=run_id)
             return None
+        if session_id in self._live:  # a concurrent start or resume got there first
+            return self._live[session_id]
         if self._closing or len(self._live) >= self.max_background_runs:
             raise CapacityExceeded(
                 f"no free slot to resume run {run_id!r}", hint="retry when a run has finished"
