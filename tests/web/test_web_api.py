@@ -24,6 +24,9 @@ async def test_health_info_and_agents(make_app: Any, asgi_client: Any) -> None:
     assert info["default_agent"] == "helper" and info["version"]
     agents = (await client.get("/api/agents")).json()
     assert agents == [{"name": "helper", "model": "scripted-model", "tools": []}]
+    assert (await client.get("/api/agents/helper")).json() == agents[0]
+    missing = await client.get("/api/agents/nobody")
+    assert missing.status_code == 404 and missing.json()["hint"] == "agents: helper"
 
 
 async def test_a_multi_agent_server_has_no_default_and_needs_an_agent(

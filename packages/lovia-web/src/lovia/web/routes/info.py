@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from importlib.metadata import version
+from typing import Any
 
 from fastapi import APIRouter
+from lovia.agent import Agent
 
 from ..deps import State
-from ..models import AgentInfo, Health, ServerInfo
+from ..errors import NotFound
+from ..models import AgentInfo, Health, ServerInfo, error_responses
 
-__all__ = ["agents", "healthz", "info", "router"]
+__all__ = ["agent", "agents", "healthz", "info", "router"]
 
 router = APIRouter()
 
@@ -36,13 +39,18 @@ async def info(state: State) -> ServerInfo:
     )
 
 
+def _agent_info(name: str, agent: Agent[Any]) -> AgentInfo:
+    return AgentInfo(name=name, model=_model_name(agent.model), tools=[t.name for t in agent.tools])
+
+
 @router.get("/api/agents", response_model=list[AgentInfo])
 async def agents(state: State) -> list[AgentInfo]:
-    return [
-        AgentInfo(
-            name=name,
-            model=_model_name(agent.model),
-            tools=[t.name for t in agent.tools],
-        )
-        for name, agent in state.agents.items()
-    ]
+    return [_agent_info(name, agent) for name, agent in state.agents.items()]
+
+
+@router.get("/api/agents/{name}", response_model=AgentInfo, responses=error_responses(404))
+async def agent(name: str, state: State) -> AgentInfo:
+    found = state.agents.get(name)
+    if found is None:
+        raise NotFound(f"unknown agent {name!r}", hint=f"agents: {', '.join(state.agents)}")
+    return _agent_info(name, found)
