@@ -8,7 +8,7 @@ import pytest
 from lovia.exceptions import ProviderError
 from lovia.testing import call, text
 
-from .conftest import Gate, read_frames, scripted_agent
+from .conftest import Gate, gated_agent, read_frames, scripted_agent
 
 
 def _no_internals(response: Any) -> None:
@@ -154,10 +154,8 @@ async def test_inject_without_a_live_run_is_409_and_with_one_queues(
 
 
 async def test_a_full_server_answers_429(make_app: Any, asgi_client: Any) -> None:
-    gate = Gate()
-    app = make_app(
-        scripted_agent(call("wait_gate"), text("x"), tools=[gate.tool]), max_background_runs=1
-    )
+    gate, agent = gated_agent(text("x"))
+    app = make_app(agent, max_background_runs=1)
     client = await asgi_client(app)
     await app.state.lovia.supervisor.start("occupy the only slot")
     await gate.entered.wait()

@@ -17,7 +17,7 @@ from lovia.web import (
     RunSupervisor,
 )
 
-from .conftest import Gate, deploy, scripted_agent
+from .conftest import deploy, gated_agent, scripted_agent
 
 
 @pytest.fixture
@@ -28,8 +28,7 @@ async def store(tmp_path: Path) -> AsyncIterator[ChatStore]:
 
 
 async def test_capacity_is_bounded_and_a_slot_frees_when_a_run_ends(store: ChatStore) -> None:
-    gate = Gate()
-    agent = scripted_agent(call("wait_gate"), text("one"), text("two"), tools=[gate.tool])
+    gate, agent = gated_agent(text("one"), text("two"))
     supervisor = RunSupervisor({"helper": agent}, store, max_background_runs=1)
     first = await supervisor.start("park")
     await gate.entered.wait()
@@ -57,8 +56,7 @@ async def test_unknown_agent_and_missing_run_are_not_found(store: ChatStore) -> 
 async def test_shutdown_keeps_the_run_resumable_and_a_new_supervisor_resumes_it(
     store: ChatStore,
 ) -> None:
-    gate = Gate()
-    agent = scripted_agent(call("wait_gate"), text("resumed and done"), tools=[gate.tool])
+    gate, agent = gated_agent(text("resumed and done"))
     supervisor = RunSupervisor({"helper": agent}, store)
     started = await supervisor.start("long job")
     await gate.entered.wait()
@@ -96,8 +94,7 @@ async def test_shutdown_keeps_the_run_resumable_and_a_new_supervisor_resumes_it(
 async def test_a_slow_watcher_dropped_by_the_hub_catches_up_from_the_log(
     store: ChatStore,
 ) -> None:
-    gate = Gate()
-    agent = scripted_agent(call("wait_gate"), text("a long enough reply"), tools=[gate.tool])
+    gate, agent = gated_agent(text("a long enough reply"))
     supervisor = RunSupervisor({"helper": agent}, store, hub=EventHub(max_queue=2))
     started = await supervisor.start("go")
     watcher = supervisor.follow(started.run.run_id)
@@ -116,8 +113,7 @@ async def test_a_slow_watcher_dropped_by_the_hub_catches_up_from_the_log(
 async def test_stop_waits_for_the_run_so_a_delete_leaves_nothing_behind(
     store: ChatStore,
 ) -> None:
-    gate = Gate()
-    agent = scripted_agent(call("wait_gate"), text("never"), tools=[gate.tool])
+    gate, agent = gated_agent(text("never"))
     supervisor = RunSupervisor({"helper": agent}, store)
     started = await supervisor.start("go")
     await gate.entered.wait()
@@ -156,8 +152,7 @@ async def test_a_message_that_arrives_after_the_last_turn_chains_into_the_next_r
 
 
 async def test_a_cancelled_run_chains_nothing(store: ChatStore) -> None:
-    gate = Gate()
-    agent = scripted_agent(call("wait_gate"), text("never"), tools=[gate.tool])
+    gate, agent = gated_agent(text("never"))
     supervisor = RunSupervisor({"helper": agent}, store)
     started = await supervisor.start("go")
     await gate.entered.wait()
@@ -197,8 +192,7 @@ async def test_an_approval_pending_at_shutdown_is_asked_again_after_the_resume(
 async def test_a_new_message_to_an_interrupted_chat_resumes_its_run_and_joins_it(
     store: ChatStore,
 ) -> None:
-    gate = Gate()
-    agent = scripted_agent(call("wait_gate"), text("resumed with the news"), tools=[gate.tool])
+    gate, agent = gated_agent(text("resumed with the news"))
     supervisor = RunSupervisor({"helper": agent}, store)
     started = await supervisor.start("long job")
     await gate.entered.wait()
