@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from lovia.exceptions import ProviderError
+from lovia.exceptions import ProviderError, UserError
 from lovia.testing import call, text
 
 from .conftest import Gate, gated_agent, read_frames, scripted_agent
@@ -230,3 +230,9 @@ async def test_resuming_an_earlier_run_of_the_chat_by_its_run_id(
     [r async for r in supervisor.follow(other.run.run_id)]
     r = await client.get("/api/chat/stream", params={**params, "run_id": other.run.run_id})
     assert r.status_code == 404  # a run of another chat is not this chat's
+
+
+@pytest.mark.parametrize("bad", [{}, {"a": "not an agent"}, "helper"])
+def test_create_app_refuses_what_is_not_an_agent(make_app: Any, bad: Any) -> None:
+    with pytest.raises(UserError, match="create_app"):
+        make_app(bad)
