@@ -236,3 +236,14 @@ async def test_resuming_an_earlier_run_of_the_chat_by_its_run_id(
 def test_create_app_refuses_what_is_not_an_agent(make_app: Any, bad: Any) -> None:
     with pytest.raises(UserError, match="create_app"):
         make_app(bad)
+
+
+async def test_sessions_search_by_title(make_app: Any, asgi_client: Any) -> None:
+    app = make_app(scripted_agent(text("one"), text("two")))
+    client = await asgi_client(app)
+    supervisor = app.state.lovia.supervisor
+    for message in ("trip to Rome", "tax return"):
+        started = await supervisor.start(message)
+        [r async for r in supervisor.follow(started.run.run_id)]
+    found = (await client.get("/api/sessions", params={"q": "rome"})).json()["sessions"]
+    assert [s["title"] for s in found] == ["trip to Rome"]

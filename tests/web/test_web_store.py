@@ -94,3 +94,19 @@ async def test_retention_keeps_recent_runs_per_session_and_a_total_cap(tmp_path:
         assert await store.read_events("r2") == [] and await store.read_events("r3") == []
     finally:
         await store.aclose()
+
+
+async def test_search_matches_titles_and_takes_wildcards_literally(
+    store: SQLiteChatStore,
+) -> None:
+    for sid, title in [
+        ("a", "Plan 100% done"),
+        ("b", "Plan 1000 done"),
+        ("c", "my_file"),
+        ("d", "myXfile"),
+    ]:
+        await store.create_session(sid, agent="helper", title=title)
+    found = await store.list_sessions(limit=10, offset=0, query="100%")
+    assert [m.id for m in found] == ["a"]
+    assert [m.id for m in await store.list_sessions(limit=10, offset=0, query="y_f")] == ["c"]
+    assert {m.id for m in await store.list_sessions(limit=10, offset=0, query="PLAN")} == {"a", "b"}

@@ -26,9 +26,10 @@ async def list_sessions(
     state: State,
     limit: int = Query(default=50, ge=1, le=200),
     offset: int = Query(default=0, ge=0),
+    q: str | None = Query(default=None, max_length=200),
 ) -> SessionList:
-    """Pinned chats first, then the most recently updated."""
-    metas = await state.store.list_sessions(limit=limit, offset=offset)
+    """Pinned chats first, then the most recently updated; ``q`` searches the titles."""
+    metas = await state.store.list_sessions(limit=limit, offset=offset, query=q)
     return SessionList(sessions=[_info(state, m) for m in metas], limit=limit, offset=offset)
 
 

@@ -68,8 +68,11 @@ class ChatStore(ABC):
     async def get_session(self, session_id: str) -> ChatMeta | None: ...
 
     @abstractmethod
-    async def list_sessions(self, *, limit: int, offset: int) -> list[ChatMeta]:
-        """Pinned chats first, then the most recently updated."""
+    async def list_sessions(
+        self, *, limit: int, offset: int, query: str | None = None
+    ) -> list[ChatMeta]:
+        """Pinned chats first, then the most recently updated; ``query`` keeps the chats
+        whose title contains it (case-insensitive, ``%`` and ``_`` taken literally)."""
 
     @abstractmethod
     async def update_session(

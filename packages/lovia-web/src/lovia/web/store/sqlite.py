@@ -139,12 +139,20 @@ class SQLiteChatStore(ChatStore):
 
         return await self._call(get, write=False)
 
-    async def list_sessions(self, *, limit: int, offset: int) -> list[ChatMeta]:
+    async def list_sessions(
+        self, *, limit: int, offset: int, query: str | None = None
+    ) -> list[ChatMeta]:
+        where: str = ""
+        args: tuple[str, ...] = ()  # SQLite's LIKE is case-insensitive for ASCII
+        if query:
+            escaped = query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            where, args = "WHERE title LIKE ? ESCAPE '\\' ", (f"%{escaped}%",)
+
         def select(conn: sqlite3.Connection) -> list[ChatMeta]:
             rows = conn.execute(
-                f"SELECT {_META_COLUMNS} FROM chat_sessions "
+                f"SELECT {_META_COLUMNS} FROM chat_sessions {where}"
                 "ORDER BY pinned DESC, updated_at DESC, id LIMIT ? OFFSET ?",
-                (limit, offset),
+                (*args, limit, offset),
             ).fetchall()
             return [_meta(r) for r in rows]
 
