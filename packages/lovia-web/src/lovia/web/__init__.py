@@ -1,7 +1,56 @@
-"""lovia.web (distribution lovia-web).
+"""lovia.web (distribution lovia-web): the HTTP/SSE server behind ``lovia web``.
 
-This portion is reserved and importable, but its capabilities have not been
-built yet: it exports nothing. See docs/architecture.md for the plan.
+Names resolve lazily, so ``import lovia.web`` stays cheap until one is used; FastAPI is
+imported only with ``create_app`` (``lovia.web.app``). See docs/web.md.
 """
 
-__all__: list[str] = []
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "ApprovalRegistry": "lovia.web.approvals",
+    "CapacityExceeded": "lovia.web.errors",
+    "ChatMeta": "lovia.web.store.base",
+    "ChatStore": "lovia.web.store.base",
+    "EventHub": "lovia.web.hub",
+    "EventRecord": "lovia.web.eventlog",
+    "EventRetention": "lovia.web.eventlog",
+    "NotFound": "lovia.web.errors",
+    "RunConflict": "lovia.web.errors",
+    "RunSupervisor": "lovia.web.supervisor",
+    "SQLiteChatStore": "lovia.web.store.sqlite",
+    "WebError": "lovia.web.errors",
+    "create_app": "lovia.web.app",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lovia.web' has no attribute {name!r}")
+    value = getattr(__import__("importlib").import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:
+    from lovia.web.app import create_app as create_app
+    from lovia.web.approvals import ApprovalRegistry as ApprovalRegistry
+    from lovia.web.errors import CapacityExceeded as CapacityExceeded
+    from lovia.web.errors import NotFound as NotFound
+    from lovia.web.errors import RunConflict as RunConflict
+    from lovia.web.errors import WebError as WebError
+    from lovia.web.eventlog import EventRecord as EventRecord
+    from lovia.web.eventlog import EventRetention as EventRetention
+    from lovia.web.hub import EventHub as EventHub
+    from lovia.web.store.base import ChatMeta as ChatMeta
+    from lovia.web.store.base import ChatStore as ChatStore
+    from lovia.web.store.sqlite import SQLiteChatStore as SQLiteChatStore
+    from lovia.web.supervisor import RunSupervisor as RunSupervisor

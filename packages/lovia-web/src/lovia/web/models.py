@@ -1,0 +1,173 @@
+"""The API's request and response bodies (pydantic, at the edge only).
+
+Routes validate requests with these and answer with them, so the OpenAPI schema is the
+reference for every field; inside, the supervisor and the store use the core's own types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .store.base import ChatMeta
+
+__all__ = [
+    "AgentInfo",
+    "ApproveRequest",
+    "ApproveResult",
+    "CancelResult",
+    "ChatRequest",
+    "ErrorBody",
+    "FieldError",
+    "Health",
+    "InjectRequest",
+    "InjectResult",
+    "ServerInfo",
+    "SessionDetail",
+    "SessionInfo",
+    "SessionList",
+    "SessionPatch",
+    "error_responses",
+]
+
+SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+"""Session ids the API accepts: safe in a path, a log line and a file name."""
+
+_MAX_MESSAGE_CHARS = 100_000
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty or whitespace only")
+    return value
+
+
+class FieldError(BaseModel):
+    """One invalid field of a request: where (``loc``) and why (``msg``)."""
+
+    loc: list[str | int]
+    msg: str
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx/5xx answer: what went wrong and, when known, what to do."""
+
+    detail: str
+    hint: str | None = None
+    errors: list[FieldError] | None = None
+    """For a 422: every invalid field."""
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses=`` a route declares so its error bodies appear in the OpenAPI schema."""
+    return {status: {"model": ErrorBody} for status in statuses}
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+
+
+class AgentInfo(BaseModel):
+    name: str
+    model: str | None
+    tools: list[str]
+
+
+class ServerInfo(BaseModel):
+    title: str
+    version: str
+    agents: list[str]
+    default_agent: str | None
+
+
+class ChatRequest(_Body):
+    """``POST /api/chat/stream``: a user message for a new or existing chat."""
+
+    message: str = Field(min_length=1, max_length=_MAX_MESSAGE_CHARS)
+    session_id: str | None = Field(default=None, pattern=SESSION_ID_PATTERN)
+    agent: str | None = None
+
+    _blank = field_validator("message")(_not_blank)
+
+
+class ApproveRequest(_Body):
+    session_id: str = Field(pattern=SESSION_ID_PATTERN)
+    call_id: str = Field(min_length=1, max_length=256)
+    decision: Literal["approve", "deny"]
+    reason: str | None = Field(default=None, max_length=2000)
+
+
+class ApproveResult(BaseModel):
+    session_id: str
+    call_id: str
+    decision: Literal["approve", "deny"]
+
+
+class CancelResult(BaseModel):
+    session_id: str
+    run_id: str
+
+
+class InjectRequest(_Body):
+    session_id: str = Field(pattern=SESSION_ID_PATTERN)
+    message: str = Field(min_length=1, max_length=_MAX_MESSAGE_CHARS)
+
+    _blank = field_validator("message")(_not_blank)
+
+
+class InjectResult(BaseModel):
+    id: int
+    """The mailbox token of the queued message."""
+
+
+class SessionInfo(BaseModel):
+    id: str
+    agent: str
+    title: str
+    pinned: bool
+    created_at: float
+    updated_at: float
+    active_run_id: str | None
+    live: bool
+    """Whether a run of the session is executing in this server right now."""
+
+    @classmethod
+    def of(cls, meta: ChatMeta, *, live: bool) -> SessionInfo:
+        return cls(**asdict(meta), live=live)
+
+
+class SessionDetail(SessionInfo):
+    """``GET /api/sessions/{id}``: the metadata plus the stored transcript."""
+
+    entries: list[dict[str, Any]]
+    """The session's transcript entries as JSON (``lovia.transcript.entry_to_dict``)."""
+
+
+class SessionList(BaseModel):
+    sessions: list[SessionInfo]
+    limit: int
+    offset: int
+
+
+class SessionPatch(_Body):
+    """``PATCH /api/sessions/{id}``: rename and/or pin (at least one field)."""
+
+    title: str | None = Field(default=None, min_length=1, max_length=200)
+    pinned: bool | None = None
+
+    @field_validator("title")
+    @classmethod
+    def _title_not_blank(cls, value: str | None) -> str | None:
+        return None if value is None else _not_blank(value).strip()
+
+    @model_validator(mode="after")
+    def _something(self) -> SessionPatch:
+        if self.title is None and self.pinned is None:
+            raise ValueError("give title and/or pinned")
+        return self

@@ -1,0 +1,3 @@
+"""The API routers, one module per concern (info, chat, sessions); ``lovia.web.app`` mounts them."""
+
+__all__: list[str] = []

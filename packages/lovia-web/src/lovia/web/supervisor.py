@@ -1,0 +1,399 @@
+"""``RunSupervisor``: runs as server-owned tasks, one live run per chat, bounded in number.
+
+A run is an ``asyncio`` task of the server, not of the request that started it: a client that
+disconnects only stops *watching*, and the run completes headless. The supervisor reaches the
+core through ``Runner.stream`` only, and for every event it
+
+1. turns it into records (``lovia.web.eventlog.records_of``),
+2. hands them to the run's ``RunLog``, which numbers them with the run's next ``seq``,
+   appends them to the store's event log in batches, and only then publishes them to the
+   ``EventHub`` (append *before* publish: see ``follow``).
+
+Rules it keeps:
+
+* At most one live run per session. ``start`` on a session with a live run *attaches*: the
+  message goes into that run's mailbox (the run takes it at its next turn).
+* At most ``max_background_runs`` live runs; one more raises ``CapacityExceeded``.
+* A gated tool call holds the run's stream in the ``ApprovalRegistry`` until a route decides
+  it or ``approval_timeout`` denies it.
+* A run's slot is released *before* its ``done`` record is published, so a client that saw
+  ``done`` and sends the next message starts a new run rather than attaching to a dying one.
+* Messages that reach a run's mailbox after its last turn began are not lost: when the run
+  completes, they start the session's next run (*auto-chaining*), and the ``done`` record
+  names it as ``next_run_id``. A cancelled run chains nothing.
+* ``cancel`` stops a run and forgets its checkpoint; ``aclose`` (server shutdown) cancels
+  every run cooperatively but keeps its checkpoint and the chat's ``active_run_id``, and logs
+  no ``done`` for it: ``resume`` (after a restart) continues the same run id and seq.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from uuid import uuid4
+
+from lovia.checkpointer import CheckpointOptions
+from lovia.events import ApprovalRequired, RunCompleted, RunFailed
+from lovia.exceptions import RunCancelled, UserError
+from lovia.messages import user
+from lovia.runner import RunInput, Runner
+from lovia.steering import Mailbox
+
+from .approvals import ApprovalRegistry
+from .errors import CapacityExceeded, NotFound
+from .eventlog import EventRecord, RunLog, done_record, error_record, records_of
+from .hub import EventHub
+
+if TYPE_CHECKING:
+    from lovia.agent import Agent
+    from lovia.runtime.result import RunHandle
+
+    from .store.base import ChatStore
+
+__all__ = ["LiveRun", "RunSupervisor", "StartedRun"]
+
+logger = logging.getLogger(__name__)
+
+_TITLE_CHARS = 60
+_SHUTDOWN_GRACE_SECONDS = 10.0
+
+
+@dataclass(eq=False)
+class LiveRun:
+    """A run the supervisor owns, from its reservation until its slot is released."""
+
+    run_id: str
+    session_id: str
+    agent: str
+    mailbox: Mailbox = field(default_factory=Mailbox)
+    task: asyncio.Task[None] | None = None
+    handle: RunHandle[Any] | None = None
+    log: RunLog | None = None
+    resumed: bool = False
+    """Whether this run continues an interrupted one from its checkpoint."""
+    stop_reason: str | None = None
+    """Why the supervisor stopped it: ``"cancel"`` (a client) or ``"shutdown"``."""
+
+
+@dataclass(frozen=True, slots=True)
+class StartedRun:
+    """What ``start`` did: started ``run``, or ``attached`` the message to it."""
+
+    run: LiveRun
+    attached: bool
+
+
+def _provisional_title(message: str) -> str:
+    line = " ".join(message.split())
+    return line if len(line) <= _TITLE_CHARS else line[: _TITLE_CHARS - 1].rstrip() + "…"
+
+
+class RunSupervisor:
+    """Owns run lifetimes: start or attach, follow, steer, cancel, shut down."""
+
+    def __init__(
+        self,
+        agents: Mapping[str, Agent[Any]],
+        store: ChatStore,
+        *,
+        hub: EventHub | None = None,
+        approvals: ApprovalRegistry | None = None,
+        max_background_runs: int = 8,
+        max_turns: int = 50,
+    ) -> None:
+        if not agents:
+            raise UserError("RunSupervisor needs at least one agent", hint="pass {name: Agent}")
+        if max_background_runs < 1:
+            raise UserError(
+                f"max_background_runs must be >= 1, got {max_background_runs}",
+                hint="the default is 8",
+            )
+        self.agents = dict(agents)
+        self.store = store
+        self.hub = hub or EventHub()
+        self.approvals = approvals or ApprovalRegistry()
+        self.max_background_runs = max_background_runs
+        self.max_turns = max_turns
+        self._live: dict[str, LiveRun] = {}
+        self._closing = False
+
+    def __repr__(self) -> str:
+        return f"RunSupervisor(live={len(self._live)}/{self.max_background_runs})"
+
+    @property
+    def default_agent(self) -> str | None:
+        """The only agent's name; ``None`` on a multi-agent server."""
+        return next(iter(self.agents)) if len(self.agents) == 1 else None
+
+    def live(self, session_id: str) -> LiveRun | None:
+        """The session's live run, if any."""
+        return self._live.get(session_id)
+
+    def live_runs(self) -> list[LiveRun]:
+        return list(self._live.values())
+
+    # -- start -----------------------------------------------------------------------------
+
+    async def start(
+        self, message: str, *, session_id: str | None = None, agent: str | None = None
+    ) -> StartedRun:
+        """Start a run of ``message`` in the session, or attach it to the session's live run.
+
+        A session whose run a restart interrupted resumes that run first, and the message
+        joins it. Raises ``NotFound`` for an unknown agent and ``CapacityExceeded`` when every
+        slot is taken (or the server is shutting down).
+        """
+        if session_id is not None and session_id not in self._live:
+            await self.resume(session_id)  # an interrupted run continues; the message joins it
+        live = self._live.get(session_id) if session_id is not None else None
+        if live is not None:
+            live.mailbox.push(message)
+            return StartedRun(live, attached=True)
+        if self._closing:
+            raise CapacityExceeded("the server is shutting down", hint="retry in a moment")
+        if len(self._live) >= self.max_background_runs:
+            raise CapacityExceeded(
+                f"all {self.max_background_runs} background-run slots are busy",
+                hint="retry when a run has finished",
+            )
+        name = agent if agent is not None else self.default_agent
+        if name is None or name not in self.agents:
+            raise NotFound(
+                f"unknown agent {name!r}" if name else "this server has several agents",
+                hint=f"pass one of: {', '.join(sorted(self.agents))}",
+            )
+        run = await self._launch(
+            session_id or uuid4().hex, name, message, title=_provisional_title(message)
+        )
+        return StartedRun(run, attached=False)
+
+    async def resume(self, session_id: str) -> LiveRun | None:
+        """The session's live run, or its interrupted run resumed from its checkpoint (after a
+        shutdown or a crash); ``None`` when there is nothing to resume.
+
+        Raises ``CapacityExceeded`` when a resume needs a slot and none is free.
+        """
+        live = self._live.get(session_id)
+        if live is not None:
+            return live
+        meta = await self.store.get_session(session_id)
+        if meta is None or meta.active_run_id is None or session_id in self._live:
+            return self._live.get(session_id)
+        run_id = meta.active_run_id
+        if await self.store.checkpointer.load(run_id) is None:  # died before its first save
+            await self.store.set_active_run(session_id, None, expected=run_id)
+            return None
+        if session_id in self._live:  # a concurrent start or resume got there first
+            return self._live[session_id]
+        if self._closing or len(self._live) >= self.max_background_runs:
+            raise CapacityExceeded(
+                f"no free slot to resume run {run_id!r}", hint="retry when a run has finished"
+            )
+        agent = meta.agent if meta.agent in self.agents else next(iter(self.agents))
+        return await self._launch(session_id, agent, [], title=meta.title, resume_run=run_id)
+
+    async def _launch(
+        self,
+        session_id: str,
+        agent: str,
+        input: RunInput,
+        *,
+        title: str,
+        resume_run: str | None = None,
+    ) -> LiveRun:
+        # Reserve the slot before the first await, so a concurrent start attaches to it.
+        run = LiveRun(run_id=resume_run or uuid4().hex, session_id=session_id, agent=agent)
+        run.resumed = resume_run is not None
+        self._live[session_id] = run
+        self.hub.open(run.run_id)
+        try:
+            meta = await self.store.get_session(session_id)
+            if meta is None:
+                await self.store.create_session(session_id, agent=agent, title=title)
+            elif meta.agent in self.agents:  # a chat keeps its agent while that agent exists
+                run.agent = meta.agent
+            await self.store.set_active_run(session_id, run.run_id)
+        except BaseException:
+            self._live.pop(session_id, None)
+            self.hub.close(run.run_id)
+            raise
+        run.task = asyncio.create_task(self._drive(run, input), name=f"lovia-run-{run.run_id}")
+        return run
+
+    # -- the run's task --------------------------------------------------------------------
+
+    async def _drive(self, run: LiveRun, input: RunInput) -> None:
+        terminal: list[tuple[str, dict[str, Any]]] = []
+        try:
+            last_seq = await self.store.last_seq(run.run_id)
+            run.log = RunLog(run.run_id, run.session_id, self.store, self.hub, last_seq=last_seq)
+            handle = Runner.stream(
+                self.agents[run.agent],
+                input,
+                session=self.store.session,
+                session_id=run.session_id,
+                checkpoint=CheckpointOptions(
+                    checkpointer=self.store.checkpointer,
+                    run_id=run.run_id,
+                    if_run_exists="resume_only" if run.resumed else "fail",
+                    delete_on_success=True,
+                ),
+                mailbox=run.mailbox,
+                max_turns=self.max_turns,
+            )
+            run.handle = handle
+            if run.stop_reason is not None:  # stopped while it was being set up
+                handle.cancel(run.stop_reason)
+            async for event in handle:
+                if isinstance(event, (RunCompleted, RunFailed)):
+                    terminal = records_of(event)
+                    continue
+                for kind, data in records_of(event):
+                    await run.log.put(kind, data)
+                if isinstance(event, ApprovalRequired):
+                    await self.approvals.wait(run.session_id, event)
+        except Exception as exc:  # the run must end with error + done, whatever broke
+            logger.exception(
+                "run %s of session %s failed in the supervisor", run.run_id, run.session_id
+            )
+            terminal = [("error", error_record(exc)), ("done", done_record("failed"))]
+        finally:
+            if not terminal:  # the task itself was cancelled (hard shutdown)
+                terminal = [
+                    ("error", error_record(RunCancelled("server shutting down"))),
+                    ("done", done_record("cancelled")),
+                ]
+            await self._finish(run, terminal)
+
+    async def _finish(self, run: LiveRun, terminal: list[tuple[str, dict[str, Any]]]) -> None:
+        self.approvals.release(run.session_id, reason="the run ended")
+        status = terminal[-1][1].get("status")
+        # Interrupted by a shutdown: the pointer, the checkpoint and an open-ended log stay,
+        # so ``resume`` continues the same run (and the same seq) after a restart.
+        interrupted = run.stop_reason == "shutdown" and status != "completed"
+        if interrupted:
+            terminal = []
+        try:
+            if not interrupted:
+                await self.store.set_active_run(run.session_id, None, expected=run.run_id)
+                if status != "completed":
+                    await self.store.checkpointer.delete(run.run_id)
+        except Exception:  # cleanup must not keep the slot or the watchers
+            logger.exception("could not clear run %s of session %s", run.run_id, run.session_id)
+        finally:
+            if self._live.get(run.session_id) is run:
+                del self._live[run.session_id]
+            try:
+                if status == "completed" and run.stop_reason is None and len(run.mailbox):
+                    chained = await self._chain(run)
+                    if chained is not None:
+                        terminal[-1][1]["next_run_id"] = chained.run_id
+                if run.log is None:  # failed before its log existed
+                    last_seq = await self.store.last_seq(run.run_id)
+                    run.log = RunLog(
+                        run.run_id, run.session_id, self.store, self.hub, last_seq=last_seq
+                    )
+                for kind, data in terminal:
+                    await run.log.put(kind, data)
+                await run.log.close()
+                await self.store.prune_events(run.session_id)
+            except Exception:  # the watchers still get the close below
+                logger.exception("could not log the end of run %s", run.run_id)
+            finally:
+                if run.log is not None:
+                    await run.log.close()
+                self.hub.close(run.run_id)
+
+    async def _chain(self, run: LiveRun) -> LiveRun | None:
+        """Start the session's next run with the messages ``run`` left in its mailbox (they
+        arrived after its last turn began); ``None`` when it cannot start."""
+        leftovers = [user(content) for content in run.mailbox.drain()]
+        if self._closing:
+            return None
+        try:
+            return await self._launch(run.session_id, run.agent, leftovers, title="")
+        except Exception:  # the messages are lost, but the finished run must still close
+            logger.exception("could not chain the leftovers of run %s", run.run_id)
+            return None
+
+    # -- watching --------------------------------------------------------------------------
+
+    async def follow(self, run_id: str, *, after: int = 0) -> AsyncIterator[EventRecord]:
+        """The run's records with ``seq > after``: the logged ones, then live ones until the
+        run ends. No gap and no duplicate: the hub subscription is taken *before* the log is
+        read, every record is logged before it is published, and records are deduplicated by
+        ``seq``. A watcher the hub drops for being slow catches up from the log again.
+        """
+        while True:
+            sub = self.hub.subscribe(run_id)
+            try:
+                for record in await self.store.read_events(run_id, after=after):
+                    yield record
+                    after = record.seq
+                if sub is None:
+                    return
+                async for record in sub:
+                    if record.seq > after:
+                        yield record
+                        after = record.seq
+                if not sub.dropped:
+                    return
+            finally:
+                if sub is not None:
+                    self.hub.unsubscribe(run_id, sub)
+
+    # -- steering and stopping -------------------------------------------------------------
+
+    def _require_live(self, session_id: str) -> LiveRun:
+        run = self._live.get(session_id)
+        if run is None:
+            raise NotFound(f"session {session_id!r} has no live run")
+        return run
+
+    def inject(self, session_id: str, message: str) -> int:
+        """Queue ``message`` into the live run's mailbox; returns its mailbox token."""
+        return self._require_live(session_id).mailbox.push(message)
+
+    def cancel(self, session_id: str) -> LiveRun:
+        """Cancel the session's live run (raises ``NotFound`` without one); returns it."""
+        run = self._require_live(session_id)
+        self._stop(run, "cancel")
+        return run
+
+    async def stop(self, session_id: str) -> None:
+        """Cancel the session's live run, if any, and wait until its task has ended."""
+        run = self._live.get(session_id)
+        if run is not None:
+            self._stop(run, "cancel")
+            if run.task is not None:
+                await asyncio.shield(run.task)
+
+    def _stop(self, run: LiveRun, reason: str) -> None:
+        if run.stop_reason is None:
+            run.stop_reason = reason
+        if run.handle is not None:
+            run.handle.cancel(
+                "cancelled by the user" if reason == "cancel" else "server shutting down"
+            )
+        if reason == "shutdown":  # undecided: the resumed run asks again
+            self.approvals.abandon(run.session_id)
+        else:
+            self.approvals.release(run.session_id, reason="the run was cancelled")
+
+    async def aclose(self) -> None:
+        """Stop every run cooperatively (checkpoints kept); cancel stragglers after a grace."""
+        self._closing = True
+        runs = list(self._live.values())
+        for run in runs:
+            self._stop(run, "shutdown")
+        tasks = [run.task for run in runs if run.task is not None]
+        if not tasks:
+            return
+        _, stragglers = await asyncio.wait(tasks, timeout=_SHUTDOWN_GRACE_SECONDS)
+        for task in stragglers:
+            task.cancel()
+        if stragglers:
+            await asyncio.wait(stragglers)
