@@ -6,15 +6,9 @@ Why it looks like this:
 * ``sqlite3`` blocks, so every call runs in a worker thread (``asyncio.to_thread``). One
   connection per store instance, serialised by a ``threading.Lock``, keeps ``:memory:``
   databases shared between calls and keeps transactions from interleaving in-process.
-* Writers open ``BEGIN IMMEDIATE``: the write lock is taken up front, so two processes
-  writing at once wait on the busy timeout instead of failing half-way with a deadlock
-  (a deferred transaction that upgrades to a writer cannot wait).
-* The connection runs in autocommit mode (``isolation_level=None``) and transactions are
-  explicit, so a read-modify-write is exactly one transaction and an error rolls it back.
-* ``PRAGMA journal_mode=WAL`` is retried within the busy timeout: SQLite answers it with
-  "database is locked" at once, without its busy handler, when another connection is
-  writing in rollback mode (as the first of many connections opening one new file together
-  is while it converts the file to WAL).
+* The connection and the transactions follow ``lovia.stores.sqlite_file`` (autocommit with
+  explicit transactions, writers ``BEGIN IMMEDIATE``, the switch to WAL retried within the
+  busy timeout), which the memory archive and the chat store share.
 * ``sqlite3`` errors are translated to ``StoreError`` here, at the seam.
 * Leases are rows ``(key, owner, expires_at)`` (``session_leases``, ``run_leases``) written
   under ``BEGIN IMMEDIATE``; the holder renews its row while it runs. A lease whose holder
@@ -39,12 +33,11 @@ from uuid import uuid4
 from ..exceptions import StoreError
 from ._lease import LeaseKind
 from ._sql import Result, Script, Statements, statement
+from .sqlite_file import open_sqlite, run_transaction
 
 T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
-
-_BUSY_TIMEOUT_SECONDS = 30.0
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS session_runs (
@@ -119,15 +112,9 @@ class SQLiteDatabase:
         with self._lock:
             try:
                 conn = self._connection()
-                conn.execute(begin)
-                try:
-                    result = _drive(conn, script)
-                except BaseException:
-                    if conn.in_transaction:  # SQLite may already have rolled back itself
-                        conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-                return result
+                return run_transaction(
+                    conn, lambda c: _drive(c, script), write=begin == "BEGIN IMMEDIATE"
+                )
             except sqlite3.Error as exc:
                 raise self._error(exc) from exc
 
@@ -153,27 +140,7 @@ class SQLiteDatabase:
                 hint="aclose() ends a store for good; build a new one to use the file again",
             )
         if self._conn is None:
-            conn = sqlite3.connect(
-                self.path,
-                timeout=_BUSY_TIMEOUT_SECONDS,
-                isolation_level=None,
-                check_same_thread=False,  # guarded by self._lock; used from worker threads
-            )
-            try:
-                if self.wal and self.path != ":memory:":
-                    _switch_to_wal(conn, self.path)
-                    # WAL + NORMAL survives process crashes (only power loss may drop the
-                    # last commits) and keeps a checkpoint write well under a millisecond.
-                    conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute(f"PRAGMA busy_timeout={int(_BUSY_TIMEOUT_SECONDS * 1000)}")
-                conn.execute("BEGIN IMMEDIATE")
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.close()
-                raise
-            self._conn = conn
+            self._conn = open_sqlite(self.path, wal=self.wal, schema=_SCHEMA)
         return self._conn
 
 
@@ -273,24 +240,3 @@ def _holder_is_dead(owner: str) -> bool:
     except PermissionError:  # alive, owned by another user
         return False
     return False
-
-
-def _switch_to_wal(conn: sqlite3.Connection, path: str) -> None:
-    """``PRAGMA journal_mode=WAL``, retried while the file is locked, up to the busy timeout."""
-    deadline = time.monotonic() + _BUSY_TIMEOUT_SECONDS
-    delay = 0.001
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or time.monotonic() + delay > deadline:
-                raise
-            logger.debug("switching %r to WAL: the file is locked; retrying", path)
-        time.sleep(delay)  # in the store's worker thread, never on the event loop
-        delay = min(delay * 2, 0.05)
-
-
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
-    return code == 5 if code is not None else "locked" in str(exc)  # 5: SQLITE_BUSY

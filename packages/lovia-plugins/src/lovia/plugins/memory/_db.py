@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from lovia.exceptions import StoreError
+from lovia.stores.sqlite_file import open_sqlite, run_transaction
 
 __all__ = ["ArchiveDB", "ArchiveError", "storable"]
 
@@ -68,19 +69,9 @@ class ArchiveDB:
         if self._conn is None:
             if str(self.path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self.path,
-                timeout=_BUSY_TIMEOUT_SECONDS,
-                isolation_level=None,
-                check_same_thread=False,
+            conn = open_sqlite(
+                str(self.path), wal=False, setup=self._setup, busy_timeout=_BUSY_TIMEOUT_SECONDS
             )
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                self._setup(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.close()
-                raise
             self._conn = conn
             # Indexes live as long as their plugin and have no aclose of their own: close
             # the connection when this object goes, so it is never left for the GC to flag.
@@ -94,14 +85,7 @@ class ArchiveDB:
                 conn = self._open()
                 if not write:
                     return fn(conn)
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    out = fn(conn)
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-                return out
+                return run_transaction(conn, fn, write=True)
             except sqlite3.Error as exc:
                 raise ArchiveError(
                     f"memory archive {self.path} failed: {exc}", hint=_hint(exc)

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from lovia.exceptions import StoreError
 from lovia.stores.sqlite import SQLiteCheckpointer, SQLiteSession
+from lovia.stores.sqlite_file import open_sqlite, run_transaction
 
 from ..eventlog import EventRecord, EventRetention
 from .base import ChatMeta, ChatStore
@@ -81,27 +82,12 @@ class SQLiteChatStore(ChatStore):
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA busy_timeout = 30000")
-            if self._wal and self.path != ":memory:":
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = NORMAL")
-            for statement in _SCHEMA:
-                conn.execute(statement)
-            self._conn = conn
+            self._conn = open_sqlite(self.path, wal=self._wal, schema=_SCHEMA)
         return self._conn
 
     def _run(self, fn: Callable[[sqlite3.Connection], T], begin: str) -> T:
         with self._lock:
-            conn = self._connect()
-            conn.execute(begin)
-            try:
-                out = fn(conn)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            return out
+            return run_transaction(self._connect(), fn, write=begin == "BEGIN IMMEDIATE")
 
     async def _call(self, fn: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
         try:
