@@ -27,7 +27,7 @@ async def test_a_lone_calls_own_asyncio_timeout_cancels_the_call_not_the_run() -
     async def bounded() -> str:
         """Gives up on its own deadline."""
         try:
-            async with asyncio.timeout(0.01):
+            async with asyncio.timeout(0.01):  # type: ignore[attr-defined,unused-ignore]  # 3.11+
                 await never.wait()
         except TimeoutError:
             return "gave up"
@@ -67,7 +67,7 @@ async def test_a_lone_call_with_a_task_group_that_fails_is_a_tool_error() -> Non
             await asyncio.sleep(0)
             raise ValueError("child broke")
 
-        async with asyncio.TaskGroup() as group:
+        async with asyncio.TaskGroup() as group:  # type: ignore[attr-defined,unused-ignore]  # 3.11+
             group.create_task(child())
             await asyncio.Event().wait()
         return "unreachable"
