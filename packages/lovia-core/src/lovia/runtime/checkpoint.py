@@ -16,6 +16,12 @@ The run loop calls the writer at fixed points (the durability cadence):
   error payload otherwise. A store failure here is logged and swallowed: the run already
   has its outcome, and the last good save stays resumable.
 
+``live_run`` makes a run id an idempotency key within one process: a second run with the
+run id of a run still going on the same checkpointer waits for it (cancellably), then
+opens the checkpoint as the first run left it (a completed run is then replayed, so its
+tools never run twice). Across processes, or across two checkpointer instances on one
+store, nothing excludes them (that needs a lease in the store).
+
 ``record_in_session`` is the success path's second half, shared by the loop and the replay:
 the session append (one segment, ``segment_meta``), then ``after_session``.
 
@@ -25,7 +31,10 @@ costs O(new entries). The cursor only moves after a successful append.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..checkpointer import RunHead, RunStatus
@@ -42,14 +51,41 @@ from ..transcript import to_json_safe
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from ..cancellation import CancelToken
     from ..checkpointer import Checkpointer
     from ..session import Session
     from ..transcript import TranscriptEntry
     from .run_state import RunState
 
-__all__ = ["CheckpointWriter", "classify_failure", "record_in_session", "segment_meta"]
+__all__ = [
+    "CheckpointWriter",
+    "classify_failure",
+    "live_run",
+    "record_in_session",
+    "segment_meta",
+]
 
 _log = logging.getLogger("lovia.runtime")
+
+
+_live: dict[tuple[int, str], tuple[object, asyncio.Event]] = {}
+"""(id of the checkpointer, run id) -> (the checkpointer, set when its run ends)."""
+
+
+@asynccontextmanager
+async def live_run(checkpointer: object, run_id: str, token: CancelToken) -> AsyncIterator[None]:
+    """Own ``run_id`` on ``checkpointer`` in this process (see the module docstring)."""
+    key = (id(checkpointer), run_id)
+    while (held := _live.get(key)) is not None:
+        _log.info("run.waits_for_live_run_id: run_id=%s", run_id)
+        await token.race(held[1].wait())
+    ended = asyncio.Event()
+    _live[key] = (checkpointer, ended)  # (the reference keeps the id from being reused)
+    try:
+        yield
+    finally:
+        del _live[key]
+        ended.set()
 
 
 def classify_failure(error: BaseException) -> tuple[RunStatus, dict[str, Any]]:

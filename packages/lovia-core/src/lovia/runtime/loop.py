@@ -23,7 +23,8 @@ The run's options arrive as one frozen, validated ``RunConfig`` (``runtime/confi
 Per-turn work is O(new entries): the transcript is the live ``ctx.entries`` list and
 ``RunState`` keeps what the turn needs incrementally; nothing re-walks it.
 
-Persistence seams: ``_open()`` takes the session lease and applies the checkpoint policy
+Persistence seams: ``_open()`` takes the session lease, owns the run id in this process
+(``checkpoint.live_run``) and applies the checkpoint policy
 (a completed ``run_id`` is replayed there, ``runtime/resume.py``); ``_save_progress()``
 runs after each model output and each tool result (``runtime/checkpoint.py``);
 ``finish()`` runs once on success: checkpoint finalised, then the session append
@@ -325,7 +326,13 @@ class RunLoop(Generic[T]):
             await self._stack.enter_async_context(lease)
         if self.checkpoint is None:
             return None
+        from .checkpoint import live_run
         from .resume import open_checkpoint, replay
+
+        if self.checkpoint.checkpointer is not None:
+            # A second run with this run id waits for this one, then replays or resumes it.
+            live = live_run(self.checkpoint.checkpointer, self.run_id, self.cancel_token)
+            await self._stack.enter_async_context(live)
 
         if self.session is not None:
             assert self.session_id is not None
