@@ -15,8 +15,8 @@
   arguments, second handoff, denied) gets an error result and a
   ``ToolCallCompleted(is_error=True)`` with no ``ToolCallStarted``.
 * **A lone call** (nothing in flight, and it is the batch's last call or a barrier) starts
-  as an eager task (3.12+): its first step runs at once, so a call that completes without
-  suspending costs no watcher and no loop iteration. It is still a task of its own (a
+  as an eager task (``TaskSet.spawn(eager=True)``; 3.11 and later): its first step runs at
+  once, so a call that completes without suspending costs no watcher and no loop iteration. It is still a task of its own (a
   tool's ``asyncio.timeout()`` or task group must never act on the run's task), its events
   and outcome go through the queue and the one drain point (same order, hooks, append and
   save), and cancellation, aborts and budget trips treat it like any dispatched call.
@@ -382,7 +382,7 @@ class ToolCallProcessor:
         return outcome
 
     def _start_inline(self, ready: _Ready) -> None:
-        """Start a lone call as an eagerly started task (3.12+), else as a plain task.
+        """Start a lone call as an eagerly started task (3.11+), else as a plain task.
 
         The call runs in a task of its own either way: a tool's ``asyncio.timeout()``,
         ``asyncio.wait_for`` (3.12+ builds it on the current task), task groups and
