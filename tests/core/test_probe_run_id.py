@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lovia import Agent, Runner, tool
@@ -19,7 +20,7 @@ from lovia.stores import SQLiteCheckpointer
 from lovia.testing import ScriptedProvider, call, text
 
 
-def _charging_agent(charged: list[str], gate: asyncio.Event) -> tuple[Agent, ScriptedProvider]:
+def _charging_agent(charged: list[str], gate: asyncio.Event) -> tuple[Agent[Any], ScriptedProvider]:
     @tool
     async def charge(who: str) -> str:
         """Charge a customer (the side effect must happen once)."""
@@ -31,53 +32,57 @@ def _charging_agent(charged: list[str], gate: asyncio.Event) -> tuple[Agent, Scr
     return Agent("billing", model=provider, tools=[charge]), provider
 
 
-async def test_a_second_run_with_a_live_run_id_waits_and_replays(tmp_path: Path) -> None:
-    checkpointer = SQLiteCheckpointer(str(tmp_path / "runs.db"))
-    charged: list[str] = []
-    gate = asyncio.Event()
-    first_agent, _ = _charging_agent(charged, gate)
-    second_agent, second_model = _charging_agent(charged, gate)
-    try:
-        options = CheckpointOptions(checkpointer, "invoice-7")
-        first = asyncio.ensure_future(Runner.run(first_agent, "bill bob", checkpoint=options))
-        while not charged:
+class _TwoRuns:
+    """A first run inside its tool, then a second run with the same run id."""
+
+    def __init__(self, checkpointer: SQLiteCheckpointer, run_id: str) -> None:
+        self.charged: list[str] = []
+        self.gate = asyncio.Event()
+        self.options = CheckpointOptions(checkpointer, run_id)
+        self.first_agent, _ = _charging_agent(self.charged, self.gate)
+        self.second_agent, self.second_model = _charging_agent(self.charged, self.gate)
+
+    async def start(self, token: CancelToken | None = None) -> tuple[asyncio.Future[Any], ...]:
+        first = asyncio.ensure_future(
+            Runner.run(self.first_agent, "bill bob", checkpoint=self.options)
+        )
+        while not self.charged:
             await asyncio.sleep(0)  # until the first run is inside its tool
-        second = asyncio.ensure_future(Runner.run(second_agent, "bill bob", checkpoint=options))
+        second = asyncio.ensure_future(
+            Runner.run(self.second_agent, "bill bob", checkpoint=self.options, cancel_token=token)
+        )
         for _ in range(20):  # let the second run get as far as it would
             await asyncio.sleep(0)
+        return first, second
+
+
+async def test_a_second_run_with_a_live_run_id_waits_and_replays(tmp_path: Path) -> None:
+    checkpointer = SQLiteCheckpointer(str(tmp_path / "runs.db"))
+    runs = _TwoRuns(checkpointer, "invoice-7")
+    try:
+        first, second = await runs.start()
         assert not second.done()
-        gate.set()
+        runs.gate.set()
         one, two = await asyncio.wait_for(asyncio.gather(first, second), 10)
     finally:
         await checkpointer.aclose()
-    assert charged == ["bob"]
+    assert runs.charged == ["bob"]
     assert one.output == two.output == "done"
     assert two.entries == one.entries
-    assert len(second_model.unused_steps) == 2  # the replay never called its model
+    assert len(runs.second_model.unused_steps) == 2  # the replay never called its model
 
 
 async def test_waiting_for_a_live_run_id_is_cancellable(tmp_path: Path) -> None:
     checkpointer = SQLiteCheckpointer(str(tmp_path / "runs.db"))
-    charged: list[str] = []
-    gate = asyncio.Event()
-    first_agent, _ = _charging_agent(charged, gate)
-    second_agent, _ = _charging_agent(charged, gate)
+    runs = _TwoRuns(checkpointer, "invoice-8")
     token = CancelToken()
     try:
-        options = CheckpointOptions(checkpointer, "invoice-8")
-        first = asyncio.ensure_future(Runner.run(first_agent, "bill bob", checkpoint=options))
-        while not charged:
-            await asyncio.sleep(0)
-        second = asyncio.ensure_future(
-            Runner.run(second_agent, "bill bob", checkpoint=options, cancel_token=token)
-        )
-        for _ in range(20):
-            await asyncio.sleep(0)
+        first, second = await runs.start(token)
         token.cancel("gave up")
         with pytest.raises(RunCancelled):
             await asyncio.wait_for(second, 10)
-        gate.set()
+        runs.gate.set()
         assert (await asyncio.wait_for(first, 10)).output == "done"
     finally:
         await checkpointer.aclose()
-    assert charged == ["bob"]
+    assert runs.charged == ["bob"]
