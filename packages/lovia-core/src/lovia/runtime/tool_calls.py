@@ -16,10 +16,11 @@
   ``ToolCallCompleted(is_error=True)`` with no ``ToolCallStarted``.
 * **A lone call** (nothing in flight, and it is the batch's last call or a barrier) starts
   as an eager task (``TaskSet.spawn(eager=True)``; 3.11 and later): its first step runs at
-  once, so a call that completes without suspending costs no watcher and no loop iteration. It is still a task of its own (a
-  tool's ``asyncio.timeout()`` or task group must never act on the run's task), its events
-  and outcome go through the queue and the one drain point (same order, hooks, append and
-  save), and cancellation, aborts and budget trips treat it like any dispatched call.
+  once, so a call that completes without suspending costs no watcher and no loop
+  iteration. It is still a task of its own (a tool's ``asyncio.timeout()`` or task group
+  must never act on the run's task), its events and outcome go through the queue and the
+  one drain point (same order, hooks, append and save), and cancellation, aborts and budget
+  trips treat it like any dispatched call.
 * ``Tool.parallel=False`` makes a barrier: in-flight calls finish, the tool runs alone,
   then dispatch resumes. Handoff tools are always barriers, so the first handoff of a turn
   wins without a race; a second one is rejected in preflight, before its ``on_handoff``.
