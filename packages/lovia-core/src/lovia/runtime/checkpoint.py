@@ -47,7 +47,12 @@ if TYPE_CHECKING:
     from ..transcript import TranscriptEntry
     from .run_state import RunState
 
-__all__ = ["CheckpointWriter", "classify_failure", "record_in_session", "segment_meta"]
+__all__ = [
+    "CheckpointWriter",
+    "classify_failure",
+    "record_in_session",
+    "segment_meta",
+]
 
 _log = logging.getLogger("lovia.runtime")
 

@@ -23,7 +23,8 @@ The run's options arrive as one frozen, validated ``RunConfig`` (``runtime/confi
 Per-turn work is O(new entries): the transcript is the live ``ctx.entries`` list and
 ``RunState`` keeps what the turn needs incrementally; nothing re-walks it.
 
-Persistence seams: ``_open()`` takes the session lease and applies the checkpoint policy
+Persistence seams: ``_open()`` takes the session lease and the run-id lease on the
+checkpointer (a run id is an idempotency key, across processes) and applies the checkpoint policy
 (a completed ``run_id`` is replayed there, ``runtime/resume.py``); ``_save_progress()``
 runs after each model output and each tool result (``runtime/checkpoint.py``);
 ``finish()`` runs once on success: checkpoint finalised, then the session append
@@ -42,7 +43,7 @@ import logging
 import warnings
 from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import AsyncExitStack, aclosing
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_args
 
 from ..cancellation import CancelToken
 from ..context_policy import CompactionRequest, ContextPolicy, ContextResult
@@ -94,6 +95,7 @@ _log = logging.getLogger("lovia.runtime")
 T = TypeVar("T")
 
 _NO_OUTPUT: Any = object()  # sentinel: the turn produced no final output
+_ENTRY_CLASSES: tuple[type[Any], ...] = get_args(TranscriptEntry)
 
 
 class RunLoop(Generic[T]):
@@ -469,6 +471,10 @@ class RunLoop(Generic[T]):
                 "compact(); the contract is `async def compact(self, req) -> ContextResult`",
                 hint="wrap the view: return ContextResult(entries=view, changed=True)",
             )
+        if result.entries is not request.entries:
+            # A view the policy built (O(n) to build, so O(n) to check): it must be entries,
+            # or it fails later in a provider's request builder, far from its cause.
+            _check_view(self.policy, result.entries)
         return result
 
     def _note_compaction(self, result: ContextResult, *, reactive: bool) -> ContextCompacted:
@@ -704,6 +710,21 @@ class RunLoop(Generic[T]):
         if active.hooks:
             self._dispatching = True
         return active
+
+
+def _check_view(policy: ContextPolicy, entries: object) -> None:
+    """Raise ``UserError`` unless ``entries`` is a sequence of transcript entries."""
+    bad: object = entries
+    if isinstance(entries, Sequence) and not isinstance(entries, (str, bytes)):
+        bad = next((e for e in entries if not isinstance(e, _ENTRY_CLASSES)), _NO_OUTPUT)
+        if bad is _NO_OUTPUT:
+            return
+    raise UserError(
+        f"context policy {policy!r} returned a ContextResult whose entries hold "
+        f"{type(bad).__name__} {bad!r:.60}; compact() must return transcript entries",
+        hint="return ContextResult(entries=...) with a sequence of lovia.transcript entries "
+        "(req.entries, a slice of it, or entries you built)",
+    )
 
 
 def _has_results(*parts: Sequence[TranscriptEntry]) -> bool:

@@ -14,12 +14,13 @@
   (duplicate ids pair by occurrence). A call rejected before execution (unknown tool, bad
   arguments, second handoff, denied) gets an error result and a
   ``ToolCallCompleted(is_error=True)`` with no ``ToolCallStarted``.
-* **A lone call** (nothing in flight, and it is the batch's last call or a barrier) runs
-  its task body's first step on the generator body instead of in a new task: a call that
-  completes at once costs no task, no watcher and no loop iteration. Its events and outcome
-  still go through the queue and the one drain point (same order, hooks, append and save),
-  and a call that suspends continues as an owned task, so cancellation, aborts and budget
-  trips treat it exactly like a dispatched call.
+* **A lone call** (nothing in flight, and it is the batch's last call or a barrier) starts
+  as an eager task (``TaskSet.spawn(eager=True)``; 3.11 and later): its first step runs at
+  once, so a call that completes without suspending costs no watcher and no loop
+  iteration. It is still a task of its own (a tool's ``asyncio.timeout()`` or task group
+  must never act on the run's task), its events and outcome go through the queue and the
+  one drain point (same order, hooks, append and save), and cancellation, aborts and budget
+  trips treat it like any dispatched call.
 * ``Tool.parallel=False`` makes a barrier: in-flight calls finish, the tool runs alone,
   then dispatch resumes. Handoff tools are always barriers, so the first handoff of a turn
   wins without a race; a second one is rejected in preflight, before its ``on_handoff``.
@@ -39,12 +40,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import inspect
 import logging
-import sys
 from collections import deque
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Generator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -384,30 +383,20 @@ class ToolCallProcessor:
         return outcome
 
     def _start_inline(self, ready: _Ready) -> None:
-        """Run a lone call's task body on the batch's own body, up to its first suspension.
+        """Start a lone call as an eagerly started task (3.11+), else as a plain task.
 
-        The body is ``_execute``, unchanged: its events and outcome go to the queue, so the
-        drain (hooks, append, save, cancel checks) sees exactly what a task would have
-        produced, without a task, a watcher or a loop iteration when the call completes at
-        once. A call that suspends continues as an owned task (``_Continuation``), so a cancel or
-        an abort cancels it exactly like a dispatched one. The first step runs in a copied
-        context, as a task's would, and the continuation keeps that context.
+        The call runs in a task of its own either way: a tool's ``asyncio.timeout()``,
+        ``asyncio.wait_for`` (3.12+ builds it on the current task), task groups and
+        ``asyncio.current_task()`` must see the call's task, never the run's. An eager start
+        runs the first step at once, so a call that completes without suspending costs no
+        loop iteration; its events and outcome still go through the queue and the drain.
         """
-        if not _INLINE:
-            self._dispatch(ready)
-            return
         if self._completed_since_check:
             # The drain would run this check before a task's first step: keep that order.
             self._completed_since_check = False
             self.ctx.cancel_token.check()
         self.inflight += 1
-        body = self._execute(ready)
-        context = contextvars.copy_context()
-        try:
-            waiting = context.run(body.send, None)
-        except StopIteration:
-            return  # finished: its events and outcome are queued
-        self.tasks.spawn(_Continuation(body, waiting), context=context)
+        self.tasks.spawn(self._execute(ready), eager=True)
 
     async def _run_handoff(self, ready: _Ready, emit: Callable[[Event], None]) -> ToolOutcome:
         from ..handoff import _HandoffSignal
@@ -505,42 +494,3 @@ class ToolCallProcessor:
 
     def _wake(self, _: object) -> None:
         self.queue.put_nowait(_WAKE)
-
-
-_INLINE = sys.version_info >= (3, 11)
-"""A task's context can be given only from 3.11 (the inline first step needs it)."""
-
-
-_FIRST_STEP_DONE = object()
-
-
-class _Continuation(Coroutine[Any, Any, None]):
-    """The rest of a call's task body whose first step already ran, as a task's coroutine.
-
-    The task drives it exactly as it would have driven the body: it first waits on what the
-    body awaited, then every ``send``/``throw`` (a result, an error, a cancellation) is
-    forwarded to the body unchanged, so the body cannot tell it was started elsewhere.
-    """
-
-    __slots__ = ("_body", "_waiting")
-
-    def __init__(self, body: Coroutine[Any, Any, None], waiting: Any) -> None:
-        self._body = body
-        self._waiting = waiting
-
-    def send(self, value: Any) -> Any:
-        waiting = self._waiting
-        if waiting is not _FIRST_STEP_DONE:
-            self._waiting = _FIRST_STEP_DONE
-            return waiting  # the task now waits on it, as if the body had just yielded it
-        return self._body.send(value)
-
-    def throw(self, *args: Any) -> Any:
-        self._waiting = _FIRST_STEP_DONE  # a cancel before the task ran reaches the body's await
-        return self._body.throw(*args)
-
-    def close(self) -> None:
-        self._body.close()
-
-    def __await__(self) -> Generator[Any, None, None]:
-        return self._body.__await__()
