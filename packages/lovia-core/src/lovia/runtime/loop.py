@@ -326,7 +326,8 @@ class RunLoop(Generic[T]):
         if self.session is not None:
             assert self.session_id is not None
             lease = hold_lease(self.session, self.session_id, timeout=self.lease_timeout)
-            await self._stack.enter_async_context(lease)
+            # Waiting for another run's lease is cancellable through this run's token.
+            await self.cancel_token.race(self._stack.enter_async_context(lease))
         if self.checkpoint is None:
             return None
         from .resume import open_checkpoint, replay
@@ -336,7 +337,7 @@ class RunLoop(Generic[T]):
             run_lease = hold_lease(
                 self.checkpoint.checkpointer, self.checkpoint.run_id, timeout=self.lease_timeout
             )
-            await self._stack.enter_async_context(run_lease)
+            await self.cancel_token.race(self._stack.enter_async_context(run_lease))
         if self.session is not None:
             assert self.session_id is not None
             self._segments = await read_segments(self.session, self.session_id)
