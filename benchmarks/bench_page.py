@@ -19,7 +19,7 @@ from pathlib import Path
 from lovia.tools import HttpReader, html_to_markdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test pages live in tests/
-from tests.core.builtin_pages import BLOG, DOCS, HOSTILE, TABLES
+from tests.core.tools.builtin_pages import BLOG, DOCS, HOSTILE, TABLES
 
 SIZE = 1_000_000
 

@@ -15,14 +15,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from lovia import Agent, Runner, tool
 from lovia.checkpointer import CheckpointOptions
 from lovia.messages import AssistantTurn
 from lovia.testing import ScriptedProvider, batch, call, text
 
-from tests.core.persist_worker import KillableCheckpointer, open_stores, say, stop_here
+from tests.core.persistence.persist_worker import KillableCheckpointer, open_stores, say, stop_here
 
 SCRIPT: list[AssistantTurn] = [
     batch(("step", {"item": "a"}, "x"), ("step", {"item": "b"}, "x")),

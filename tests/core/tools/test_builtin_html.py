@@ -6,7 +6,7 @@ import pytest
 from lovia.tools import html_to_markdown
 from lovia.tools._html import convert
 
-from tests.core.builtin_pages import BLOG, DOCS, HOSTILE, TABLES
+from tests.core.tools.builtin_pages import BLOG, DOCS, HOSTILE, TABLES
 
 PAGE_URL = "https://site.example/posts/2024/parser.html"
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from lovia.tools import http_request, read_page
 
-from tests.core.builtin_server import Site, run_tool, send, serve
+from tests.core.tools.builtin_server import Site, run_tool, send, serve
 
 
 @pytest.fixture

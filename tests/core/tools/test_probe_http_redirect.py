@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from lovia.tools import http_request
 
-from tests.core.builtin_server import Handler, Site, redirect, run_tool, send, serve
+from tests.core.tools.builtin_server import Handler, Site, redirect, run_tool, send, serve
 
 
 def echo(h: Handler) -> None:

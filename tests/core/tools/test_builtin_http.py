@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from lovia.tools import http_request, writes_need_approval
 
-from tests.core.builtin_server import Handler, Site, page, redirect, run_tool, send, serve
+from tests.core.tools.builtin_server import Handler, Site, page, redirect, run_tool, send, serve
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 

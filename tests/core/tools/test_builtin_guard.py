@@ -24,7 +24,7 @@ from lovia.tools import HttpReader, http_request, page_reader, read_page
 from lovia.tools._guard import blocked_reason
 
 from tests.conftest import _guarded_connect, _real_connect
-from tests.core.builtin_server import Site, page, redirect, run_tool, serve
+from tests.core.tools.builtin_server import Site, page, redirect, run_tool, serve
 from tests.support import require
 
 PUBLIC = "93.184.216.34"  # a globally routable address no test ever really reaches

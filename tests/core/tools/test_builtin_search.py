@@ -25,7 +25,7 @@ from lovia.tools import (
 )
 
 from tests.conftest import _real_connect
-from tests.core.builtin_server import Handler, Site, run_tool, send, serve
+from tests.core.tools.builtin_server import Handler, Site, run_tool, send, serve
 from tests.support import free_port
 
 LIVE = os.environ.get("LOVIA_LIVE_SEARCH") == "1"

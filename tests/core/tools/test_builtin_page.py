@@ -13,7 +13,7 @@ import pytest
 from lovia.exceptions import ToolError, UserError
 from lovia.tools import HttpReader, Page, PageImage, PageReader, page_reader
 
-from tests.core.builtin_server import Handler, Site, page, redirect, run_tool, send, serve
+from tests.core.tools.builtin_server import Handler, Site, page, redirect, run_tool, send, serve
 
 ARTICLE = """<!doctype html><html><head><title>Release notes</title></head><body>
 <h1>Release 2.0</h1><p>See the <a href="changes.html">full list</a>.</p>

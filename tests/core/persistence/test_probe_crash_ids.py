@@ -20,7 +20,7 @@ import pytest
 from lovia.stores import SQLiteCheckpointer
 from lovia.transcript import ToolCallEntry, ToolResultEntry
 
-from tests.core import probe_dup_worker as worker
+from tests.core.persistence import probe_dup_worker as worker
 
 WORKER = str(Path(__file__).with_name("probe_dup_worker.py"))
 TIMEOUT = 60.0  # a guard against a hung child only

@@ -14,7 +14,7 @@ import pytest
 from lovia.exceptions import ToolError
 from lovia.tools import HttpReader, http_request
 
-from tests.core.builtin_server import run_tool
+from tests.core.tools.builtin_server import run_tool
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ from lovia.checkpointer import RunSnapshot
 from lovia.stores import PostgresCheckpointer, PostgresSession, SQLiteCheckpointer, SQLiteSession
 from lovia.transcript import ToolCallEntry, ToolResultEntry, TranscriptEntry
 
-from tests.core import persist_worker
+from tests.core.persistence import persist_worker
 from tests.support import port_open, require
 
 WORKER = str(Path(__file__).with_name("persist_worker.py"))

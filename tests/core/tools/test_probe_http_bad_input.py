@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from lovia.tools import http_request, read_page
 
-from tests.core.builtin_server import Site, page, redirect, run_tool, serve
+from tests.core.tools.builtin_server import Site, page, redirect, run_tool, serve
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from lovia.exceptions import UserError
 from lovia.testing import ScriptedProvider, call, text
 from lovia.tools import current_date, now, sleep
 
-from tests.core.builtin_server import run_tool
+from tests.core.tools.builtin_server import run_tool
 
 
 async def test_now_is_iso_8601_with_an_offset() -> None:

@@ -20,7 +20,7 @@ from lovia.runtime.config import RUN_OPTIONS
 from lovia.testing import ScriptedProvider, call, text
 from lovia.transcript import ToolResultEntry, entry_from_dict, entry_to_dict
 
-CORE = Path(__file__).resolve().parents[2] / "packages" / "lovia-core" / "src"
+CORE = Path(__file__).resolve().parents[3] / "packages" / "lovia-core" / "src"
 
 
 # -- 10.1: policy tools only where there can be something to recall -----------------------

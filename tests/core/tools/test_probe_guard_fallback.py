@@ -13,7 +13,7 @@ from lovia.exceptions import ToolError
 from lovia.tools import HttpReader
 
 from tests.conftest import _guarded_connect, _real_connect
-from tests.core.builtin_server import Site, page, serve
+from tests.core.tools.builtin_server import Site, page, serve
 
 UP = "93.184.216.34"
 DOWN_V6 = "2606:2800:220:1:248:1893:25c8:1946"
