@@ -150,13 +150,18 @@ class PostgresDatabase:
         async with self._lease_lock:
             conn = self._lease_conn
             if conn is None or conn.closed:
-                pool = self._pool
                 async with translated():
-                    conninfo = await _resolved(pool.conninfo)
-                    kwargs = {**(await _resolved(pool.kwargs) or {}), "autocommit": True}
-                    conn = await pool.connection_class.connect(conninfo, **kwargs)
+                    conn = await self._connect_beside_pool()
                 self._lease_conn = conn
             return conn
+
+    async def _connect_beside_pool(self) -> AsyncConnection[Any]:
+        """A new connection outside the pool, with the pool's settings, in autocommit."""
+        pool = self._pool
+        conninfo = await _resolved(pool.conninfo)
+        kwargs = {**(await _resolved(pool.kwargs) or {}), "autocommit": True}
+        conn: AsyncConnection[Any] = await pool.connection_class.connect(conninfo, **kwargs)
+        return conn
 
     async def _ensure_ready(self) -> None:
         if self._ready:
@@ -167,6 +172,10 @@ class PostgresDatabase:
             if self._ready:
                 return
             if self._owns_pool:
+                # One direct connection first: the pool retries a failed connect until its
+                # 30 s timeout and then loses the cause (a refused port, an unknown role),
+                # so a store that cannot connect would wait and then not say why.
+                await (await self._connect_beside_pool()).close()
                 # Not open(wait=True): a caller cancelled inside that wait leaves the pool
                 # unable to wait again; the first connection below waits just the same.
                 await self._pool.open()

@@ -54,9 +54,27 @@ def new_run_id(run_id: str | None) -> str:
 
 
 def check_id(name: str, value: str, *, hint: str) -> None:
-    """Refuse an id that is not a non-empty string (a usage mistake)."""
+    """Refuse an id that is not a non-empty string, or that no database can store.
+
+    PostgreSQL text cannot hold NUL and neither driver encodes a lone surrogate, so both
+    are refused on every store alike, before any SQL runs (a usage mistake, not a store
+    failure).
+    """
     if not isinstance(value, str) or not value:
         raise UserError(f"{name} must be a non-empty string, got {value!r}", hint=hint)
+    if "\x00" in value or not value.isascii() and not _encodes(value):
+        raise UserError(
+            f"{name} {value[:60]!r} holds a NUL or a lone surrogate, which no store can keep",
+            hint=f"{hint}; encode binary or arbitrary keys first (hex, base64)",
+        )
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def check_run_id(run_id: str) -> None:

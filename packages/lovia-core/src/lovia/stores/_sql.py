@@ -156,6 +156,7 @@ class SQLSession(SQLStore):
 
     async def clear(self, session_id: str) -> None:
         """Delete every segment of ``session_id``."""
+        _rows.check_session_id(session_id)
         await self._db.write(statement(self._sql.delete_session, session_id))
 
     def lease(
@@ -187,6 +188,7 @@ class SQLSession(SQLStore):
     # -- scripts ----------------------------------------------------------------------
 
     def _select(self, session_id: str, *, to_change: bool = False) -> Script[list[Any]]:
+        _rows.check_session_id(session_id)
         q = self._sql
         found = yield (q.select_runs_to_change if to_change else q.select_runs), (session_id,)
         return found.rows
@@ -229,11 +231,13 @@ class SQLCheckpointer(SQLStore):
 
     async def load(self, run_id: str) -> RunSnapshot | None:
         """The snapshot of ``run_id``, or ``None``; ``StoreError`` names an unreadable row."""
+        _rows.check_run_id(run_id)
         head_row, turns = await self._db.read(self._select(run_id))
         return _rows.build_snapshot(run_id, head_row, turns)
 
     async def delete(self, run_id: str) -> None:
         """Forget ``run_id`` (idempotent)."""
+        _rows.check_run_id(run_id)
         await self._db.write(self._delete(run_id))
 
     def lease(

@@ -43,6 +43,7 @@ class InMemorySession:
 
     async def segments(self, session_id: str) -> list[Segment]:
         """Every segment of ``session_id`` in insertion order (copies)."""
+        _rows.check_session_id(session_id)
         return [
             Segment(s.run_id, s.entries, copy.deepcopy(s.meta))
             for s in self._sessions.get(session_id, ())
@@ -50,6 +51,7 @@ class InMemorySession:
 
     async def load(self, session_id: str) -> list[TranscriptEntry]:
         """The flat history of ``session_id``."""
+        _rows.check_session_id(session_id)
         return [e for s in self._sessions.get(session_id, ()) for e in s.entries]
 
     async def append(
@@ -73,6 +75,7 @@ class InMemorySession:
 
     async def clear(self, session_id: str) -> None:
         """Forget every segment of ``session_id``."""
+        _rows.check_session_id(session_id)
         self._sessions.pop(session_id, None)
 
     def lease(
@@ -141,6 +144,7 @@ class InMemoryCheckpointer:
 
     async def load(self, run_id: str) -> RunSnapshot | None:
         """The snapshot of ``run_id`` (a copy), or ``None``."""
+        _rows.check_run_id(run_id)
         stored = self._runs.get(run_id)
         if stored is None:
             return None
@@ -148,6 +152,7 @@ class InMemoryCheckpointer:
 
     async def delete(self, run_id: str) -> None:
         """Forget ``run_id`` (idempotent)."""
+        _rows.check_run_id(run_id)
         self._runs.pop(run_id, None)
 
     def lease(

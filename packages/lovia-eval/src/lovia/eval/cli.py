@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from lovia.exceptions import LoviaError
+from lovia.exceptions import LoviaError, UserError
 
 from .errors import SuiteError
 from .progress import auto_progress
@@ -153,6 +153,15 @@ async def _run(args: argparse.Namespace) -> Report:
     return await suite.evaluate(**overrides)
 
 
+def _check_save_path(path: Path) -> None:
+    if path.is_dir() or not path.parent.is_dir():
+        why = "is a folder" if path.is_dir() else f"has no folder {str(path.parent)!r}"
+        raise UserError(
+            f"--save {str(path)!r} {why}",
+            hint="pass a file path in an existing folder, e.g. --save report.json",
+        )
+
+
 def _fail(prog: str, exc: LoviaError | OSError) -> int:
     print(f"{prog}: error: {exc}", file=sys.stderr)
     return 2
@@ -165,7 +174,9 @@ def main(argv: Sequence[str], prog: str = "lovia eval") -> int:
     except SystemExit as exc:  # argparse exits 0 after --help and 2 on a bad flag
         return exc.code if isinstance(exc.code, int) else 2
     try:
-        # Read the baseline first: a corrupt one should fail before any tokens are spent.
+        # Read the baseline and check --save first: fail before any tokens are spent.
+        if args.save is not None:
+            _check_save_path(Path(args.save))
         baseline = None
         if args.baseline is not None:
             baseline = Report.load(args.baseline)

@@ -127,8 +127,7 @@ class Recording:
         """The recorded run's input: the first request's entries after its system head."""
         if not self.interactions:
             raise RecordingError("the recording is empty", hint="record at least one run")
-        entries = [entry_from_dict(e) for e in self.interactions[0].request["entries"]]
-        return entries[leading_system_count(entries) :]
+        return _recorded_input(self.interactions[0])
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -154,11 +153,19 @@ class Recording:
                 f"(this lovia-eval reads {RECORDING_VERSION})",
                 hint="record the run again with this lovia-eval",
             )
+        if not isinstance(data.get("supports_json_schema"), bool):
+            raise RecordingError(
+                "malformed recording: supports_json_schema must be true or false, "
+                f"got {data.get('supports_json_schema')!r}",
+                hint="record the run again, or restore the value lovia wrote",
+            )
         try:
             interactions = [
                 Interaction(str(i["key"]), dict(i["request"]), tuple(map(dict, i["response"])))
                 for i in data["interactions"]
             ]
+            if interactions:  # checked now, so a hand-edited input fails on load
+                _recorded_input(interactions[0])
             return cls(
                 provider=str(data["provider"]),
                 model=str(data["model"]),
@@ -185,6 +192,21 @@ class Recording:
             raise RecordingError(f"recording {str(path)!r} is not valid JSON: {exc}") from exc
         except RecordingError as exc:
             raise RecordingError(f"recording {str(path)!r}: {exc.message}", hint=exc.hint) from exc
+
+
+def _recorded_input(first: Interaction) -> list[TranscriptEntry]:
+    """The run's input from its first request: the entries after the system head."""
+    raw = first.request.get("entries")
+    try:
+        if not isinstance(raw, list):
+            raise TypeError(f"expected a list of entries, got {type(raw).__name__}")
+        entries = [entry_from_dict(e) for e in raw]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise RecordingError(
+            f"malformed recording: the first request's entries: {type(exc).__name__}: {exc}",
+            hint="record the run again; a hand-edited request must keep the entries lovia wrote",
+        ) from exc
+    return entries[leading_system_count(entries) :]
 
 
 # -- deltas <-> JSON ---------------------------------------------------------------------

@@ -377,7 +377,7 @@ def _case_to_dict(case: CaseResult) -> dict[str, Any]:
 def _case_from(r: _Reader) -> CaseResult:
     return CaseResult(
         name=r.get("name", str),
-        pass_threshold=r.number("pass_threshold"),
+        pass_threshold=r.fraction("pass_threshold"),
         metadata=r.get("metadata", dict),
         samples=tuple(_sample_from(s) for s in r.items("samples")),
     )
@@ -433,6 +433,13 @@ class _Reader:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ReportError(f"{self.path}.{key}: expected a number, got {value!r}")
         return float(value)
+
+    def fraction(self, key: str) -> float:
+        # A hand-edited threshold outside [0, 1] would silently flip the case's verdict.
+        value = self.number(key)
+        if not 0.0 <= value <= 1.0:  # NaN fails the comparison too
+            raise ReportError(f"{self.path}.{key}: expected a number in [0, 1], got {value!r}")
+        return value
 
     def items(self, key: str) -> Sequence[_Reader]:
         values = self.get(key, list)

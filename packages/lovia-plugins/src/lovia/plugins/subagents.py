@@ -365,11 +365,7 @@ class _Run:
             child.waiters += 1
         try:
             if pending:
-                waiting = asyncio.gather(*(c.done.wait() for c in pending))
-                try:
-                    await self.ctx.cancel_token.race(asyncio.wait_for(waiting, timeout))
-                except asyncio.TimeoutError:
-                    pass
+                await self.ctx.cancel_token.race(_all_done(pending, timeout))
         except BaseException:
             # This wait will show nothing: hand held reports back to the normal route.
             for child in pending:
@@ -527,3 +523,18 @@ class _Run:
 def _preview(prompt: str) -> str:
     flat = " ".join(prompt.split())
     return flat if len(flat) <= _PROMPT_PREVIEW else flat[: _PROMPT_PREVIEW - 3] + "..."
+
+
+async def _all_done(children: list[_Child], timeout: float) -> None:
+    """Wait up to ``timeout`` seconds for every child to finish.
+
+    Not ``gather`` inside ``wait_for``: a cancelled gather keeps its ``CancelledError`` as
+    an exception nobody retrieves, and the loop logs it when the parent is cancelled.
+    """
+    waits = [asyncio.ensure_future(c.done.wait()) for c in children]
+    try:
+        await asyncio.wait(waits, timeout=timeout)
+    finally:
+        for w in waits:
+            w.cancel()
+        await asyncio.wait(waits)
