@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from lovia import Agent
 from lovia.eval import (
     Case,
     RecordingProvider,
+    Report,
     contains,
     evaluate,
     llm_judge,
@@ -60,7 +62,7 @@ def _judge_model(model: str) -> str:
     return os.environ.get("LOVIA_EVAL_JUDGE_MODEL") or model
 
 
-async def test_a_live_suite_with_a_judge_passes(model: str) -> None:
+async def test_a_live_suite_with_a_judge_passes(model: str, tmp_path: Path) -> None:
     judge = llm_judge("The answer gives the correct sum, 42.", model=_judge_model(model))
     cases = [
         Case(
@@ -76,6 +78,10 @@ async def test_a_live_suite_with_a_judge_passes(model: str) -> None:
     (check_results,) = [s.checks for s in report.cases[0].samples]
     assert 0.7 <= check_results[2].score <= 1.0
     assert report.tokens > 0
+    # The report survives its JSON round trip and diffs cleanly against itself as a baseline.
+    report.save(tmp_path / "baseline.json")
+    diff = report.compare(Report.load(tmp_path / "baseline.json"))
+    assert diff.ok and not diff.regressions
 
 
 async def test_a_live_run_replays_offline(model: str) -> None:
