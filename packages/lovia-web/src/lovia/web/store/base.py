@@ -37,10 +37,10 @@ if TYPE_CHECKING:
     from ..eventlog import EventRecord
 
 __all__ = [
-    "RUN_SOURCES",
-    "RUN_STATUSES",
     "ChatMeta",
     "ChatStore",
+    "RUN_SOURCES",
+    "RUN_STATUSES",
     "RunRecord",
     "RunSource",
     "RunStatus",

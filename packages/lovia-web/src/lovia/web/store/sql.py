@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from lovia.checkpointer import Checkpointer
     from lovia.session import Session
 
-__all__ = ["SCHEMA_VERSION", "ChatSQL", "SQLChatStore", "migrate", "store_from_url"]
+__all__ = ["ChatSQL", "SCHEMA_VERSION", "SQLChatStore", "clean_text", "migrate", "store_from_url"]
 
 logger = logging.getLogger(__name__)
 
