@@ -191,3 +191,15 @@ async def test_a_zero_retention_keeps_only_the_live_run(backend: Backend) -> Non
     assert await store.read_events("done") == [] and await store.read_events("other") == []
     assert len(await store.read_events("live")) == 1
     assert await store.list_sessions(limit=0, offset=0) == []
+
+
+async def test_racing_creates_of_one_chat_agree_on_the_first(db_backend: Backend) -> None:
+    first, second = db_backend.store(), db_backend.store()
+    metas = await asyncio.gather(
+        *(
+            s.create_session("same", agent=f"agent-{i}", title=f"t{i}")
+            for i, s in enumerate([first, second] * 10)
+        )
+    )
+    assert len({(m.agent, m.title, m.created_at) for m in metas}) == 1
+    assert len(await first.list_sessions(limit=10, offset=0)) == 1
