@@ -45,9 +45,7 @@ async def test_a_slow_subscriber_is_dropped_and_the_others_keep_going() -> None:
     assert [e.data["n"] for e in await _drain(slow)] == [0, 1, 2, 3]
 
 
-async def test_close_delivers_the_queued_tail_and_a_later_subscribe_sees_only_the_close() -> (
-    None
-):
+async def test_close_delivers_the_queued_tail_and_a_later_subscribe_sees_only_the_close() -> None:
     bus = LifecycleBus(max_queue=8)
     sub = bus.subscribe()
     for n in range(8):  # a full queue: the end marker has its own slot

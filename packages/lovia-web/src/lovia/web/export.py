@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import unicodedata
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
 from urllib.parse import quote
@@ -50,29 +51,36 @@ _MEDIA_TYPES = {
 }
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _BACKTICKS = re.compile(r"`+")
-_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 @dataclass(frozen=True, slots=True)
 class ExportedFile:
-    """A rendered export: its bytes, media type and download name."""
+    """A rendered export: its bytes, media type, download name and an ASCII fallback name."""
 
     body: bytes
     media_type: str
     filename: str
+    ascii_filename: str
 
     @property
     def content_disposition(self) -> str:
-        """``attachment`` with an ASCII ``filename`` and the RFC 5987 ``filename*``."""
-        ascii_name = self.filename.encode("ascii", "replace").decode("ascii").replace("?", "_")
-        ascii_name = _UNSAFE_NAME.sub("_", ascii_name)
-        return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(self.filename)}"
+        """``attachment`` with the ASCII ``filename`` and the RFC 5987 UTF-8 ``filename*``."""
+        return (
+            f'attachment; filename="{self.ascii_filename}"; '
+            f"filename*=UTF-8''{quote(self.filename)}"
+        )
 
 
-def export_filename(meta: ChatMeta, fmt: str) -> str:
-    """A file name from the chat's title (letters of any script kept, path characters and
-    controls dropped, at most 60 characters); ``chat-<id>`` when nothing is left."""
-    kept = "".join(ch if ch.isalnum() or ch in "-_." else " " for ch in meta.title)
+def export_filename(meta: ChatMeta, fmt: str, *, ascii_only: bool = False) -> str:
+    """A file name from the chat's title (letters of any script kept, or ASCII only; path
+    characters and controls dropped; at most 60 characters); ``chat-<id>`` when nothing is
+    left."""
+    title = unicodedata.normalize("NFKD", meta.title) if ascii_only else meta.title
+    kept = "".join(
+        ch if (ch.isascii() or not ascii_only) and (ch.isalnum() or ch in "-_.") else " "
+        for ch in title
+        if not (ascii_only and unicodedata.combining(ch))
+    )
     stem = "-".join(kept.split()).strip(".-_")[:60].rstrip(".-_")
     return f"{stem or 'chat-' + meta.id}.{fmt}"
 
@@ -180,4 +188,9 @@ def export_session(
         body = _utf8(json.dumps(envelope, ensure_ascii=False, indent=2))
     else:
         body = _utf8(_render(meta, entries, markdown=fmt == "md"))
-    return ExportedFile(body, _MEDIA_TYPES[fmt], export_filename(meta, fmt))
+    return ExportedFile(
+        body,
+        _MEDIA_TYPES[fmt],
+        export_filename(meta, fmt),
+        export_filename(meta, fmt, ascii_only=True),
+    )
