@@ -189,6 +189,11 @@ class TitleGenerator:
             self.bus.publish("session_retitled", {"session_id": session_id, "title": title})
         return True
 
+    async def join(self) -> None:
+        """Wait until every title task started so far has ended."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
     async def aclose(self) -> None:
         """Cancel every pending title task and wait for them to end."""
         tasks = list(self._tasks)

@@ -1,7 +1,8 @@
 """``/api/events``: the lifecycle event bus as Server-Sent Events.
 
-No history is replayed: a client fetches a snapshot (``/api/sessions``, ``/api/runs``) after
-it has connected, then applies the events. Every frame carries ``id: <seq>`` (the bus's
+No history is replayed: a client fetches a snapshot (``/api/sessions``, ``/api/runs``) once
+it is subscribed (the stream's first line is the comment ``: subscribed after seq N``), then
+applies the events. Every frame carries ``id: <seq>`` (the bus's
 counter), ``event: <kind>`` and the event's JSON ``data`` with ``seq`` and ``at`` added. A
 client that the bus drops for being slow, or that loses its connection, reconnects and
 fetches a fresh snapshot. Closing the connection unsubscribes it.
@@ -36,6 +37,9 @@ async def lifecycle_frames(bus: LifecycleBus) -> AsyncIterator[ServerSentEvent]:
     """The bus's events as frames, from now until the bus closes or drops the client."""
     sub = bus.subscribe()
     try:
+        # A comment, so a client knows it is subscribed (and from which seq) before it
+        # fetches its snapshot.
+        yield ServerSentEvent(comment=f"subscribed after seq {bus.seq}")
         async for event in sub:
             data = {**event.data, "seq": event.seq, "at": event.at}
             yield ServerSentEvent(
