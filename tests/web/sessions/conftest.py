@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lovia.transcript import TranscriptEntry
 from lovia.web import ChatStore
 
 
 async def seed(
     store: ChatStore,
     session_id: str,
-    *segments: Sequence[TranscriptEntry],
+    *segments: Sequence[Any],
     title: str = "seeded",
     meta: dict[str, Any] | None = None,
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from lovia.parts import ImagePart, TextPart
 from lovia.transcript import (
@@ -11,13 +12,14 @@ from lovia.transcript import (
     ReasoningEntry,
     ToolCallEntry,
     ToolResultEntry,
+    TranscriptEntry,
 )
 from lovia.web.export import export_filename, export_session
 from lovia.web.store.base import ChatMeta
 
 META = ChatMeta("s1", "helper", "Weather in Paris", False, 1_700_000_000.0, 1_700_000_000.0)
 
-CHAT = [
+CHAT: list[TranscriptEntry] = [
     InputEntry("user", "What's the weather in Paris, and the time?"),
     ReasoningEntry("I should call both tools.\nThe weather first."),
     ToolCallEntry("c1", "get_weather", '{"city": "Paris"}'),
@@ -31,7 +33,7 @@ CHAT = [
 ]
 
 
-def _md(entries: list) -> str:  # type: ignore[type-arg]
+def _md(entries: Sequence[TranscriptEntry]) -> str:
     return export_session(META, entries, "md").body.decode("utf-8")
 
 
@@ -78,7 +80,7 @@ def test_json_is_an_envelope_of_the_metadata_and_the_entries() -> None:
 
 def test_hostile_content_still_exports_valid_utf8() -> None:
     fence_breaker = "```\n# not a heading\n````"
-    entries = [
+    entries: list[TranscriptEntry] = [
         InputEntry("user", "NUL\x00 bell\x07 surrogate\udcff emoji 🦊 rtl \u202e"),
         ToolCallEntry("c1", "cat", "not json {"),
         ToolResultEntry("c1", fence_breaker + "x" * 2_000_000),
@@ -88,7 +90,7 @@ def test_hostile_content_still_exports_valid_utf8() -> None:
         InputEntry("user", (TextPart("look"), ImagePart(url="https://example.com/a.png"))),
     ]
     for fmt in ("md", "txt", "json"):
-        body = export_session(META, entries, fmt).body  # type: ignore[arg-type]
+        body = export_session(META, entries, fmt).body
         text = body.decode("utf-8")  # strict: it must be valid UTF-8
         assert "🦊" in text
         if fmt != "json":

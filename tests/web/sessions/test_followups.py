@@ -13,6 +13,7 @@ from lovia.transcript import (
     ReasoningEntry,
     ToolCallEntry,
     ToolResultEntry,
+    TranscriptEntry,
 )
 from lovia.web.followups import (
     MAX_FOLLOWUP_CHARS,
@@ -23,7 +24,7 @@ from lovia.web.followups import (
     parse_suggestions,
 )
 
-CHAT = [
+CHAT: list[TranscriptEntry] = [
     InputEntry("user", "old question"),
     AssistantTextEntry("old answer"),
     InputEntry("user", "What is the weather?"),
@@ -47,7 +48,11 @@ def test_the_last_exchange_skips_tool_traffic_and_reasoning() -> None:
 
 
 def test_an_unanswered_last_turn_is_skipped() -> None:
-    unanswered = [*CHAT, InputEntry("user", "and tomorrow?"), ToolCallEntry("c2", "x", "{}")]
+    unanswered: list[TranscriptEntry] = [
+        *CHAT,
+        InputEntry("user", "and tomorrow?"),
+        ToolCallEntry("c2", "x", "{}"),
+    ]
     assert _pairs(last_exchange(unanswered))[0] == ("user", "What is the weather?")
     assert last_exchange([InputEntry("user", "hello?")]) == []
     assert last_exchange([]) == []
@@ -121,7 +126,12 @@ async def test_an_async_suggester_gets_the_request() -> None:
 
 async def test_no_exchange_means_no_call() -> None:
     calls: list[FollowupRequest] = []
-    followups = Followups(lambda r: calls.append(r) or ["x"], agents={})
+
+    def suggest(request: FollowupRequest) -> list[str]:
+        calls.append(request)
+        return ["x"]
+
+    followups = Followups(suggest, agents={})
     assert await followups.suggest("s1", "helper", [InputEntry("user", "hi")]) == []
     assert calls == []
 

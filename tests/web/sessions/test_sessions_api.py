@@ -17,7 +17,7 @@ from lovia.transcript import (
     ToolCallEntry,
     ToolResultEntry,
 )
-from lovia.web import ChatStore
+from lovia.web import ChatStore, SQLiteChatStore
 from lovia.web.followups import FollowupRequest
 
 from ..conftest import gated_agent, read_frames, scripted_agent
@@ -31,7 +31,7 @@ def _no_internals(response: Any) -> None:
     assert "Traceback" not in body and "/work/" not in body and ".py" not in body
 
 
-THREE_TURNS = [
+THREE_TURNS: list[list[Any]] = [
     [InputEntry("user", "first"), AssistantTextEntry("one")],
     [
         InputEntry("user", "second"),
@@ -139,9 +139,11 @@ async def test_rewind_waits_out_a_cancelled_run_that_is_winding_down(
     app = make_app(agent)
     client = await asgi_client(app)
     supervisor = app.state.lovia.supervisor
-    started = await supervisor.start("park")
+    await seed(app.state.lovia.store, "s1", THREE_TURNS[0])
+    started = await supervisor.start("park", session_id="s1")
     await gate.entered.wait()
-    supervisor.cancel(started.run.session_id)  # stopping, not yet gone
+    supervisor.cancel("s1")  # stopping, not yet gone
+    assert supervisor.live("s1") is not None
     r = await client.post(f"/api/sessions/{started.run.session_id}/rewind", json={"user_turn": 0})
     assert r.status_code == 200, r.text
 
@@ -168,19 +170,24 @@ async def test_rewind_forgets_a_stale_interrupted_run(make_app: Any, asgi_client
     assert await restarted.state.lovia.supervisor.resume(sid) is None  # nothing to resume
 
 
+class NoRewindStore(SQLiteChatStore):
+    """A store that cannot truncate a transcript."""
+
+    @property
+    def supports_rewind(self) -> bool:
+        return False
+
+
 async def test_rewind_is_501_when_the_store_cannot(
     make_app: Any, asgi_client: Any, tmp_path: Any
 ) -> None:
-    store = ChatStore.sqlite(str(tmp_path / "norewind.db"))
-    type(store).supports_rewind = property(lambda self: False)  # type: ignore[method-assign,assignment]
-    try:
-        app = make_app(scripted_agent(), store=store)
-        client = await asgi_client(app)
-        await seed(store, "s1", *THREE_TURNS)
-        r = await client.post("/api/sessions/s1/rewind", json={"user_turn": 0})
-        assert r.status_code == 501 and r.json()["hint"]
-    finally:
-        del type(store).supports_rewind  # type: ignore[misc]
+    store = NoRewindStore(str(tmp_path / "norewind.db"))
+    app = make_app(scripted_agent(), store=store)
+    client = await asgi_client(app)
+    await seed(store, "s1", *THREE_TURNS)
+    r = await client.post("/api/sessions/s1/rewind", json={"user_turn": 0})
+    assert r.status_code == 501 and r.json()["hint"]
+    assert len(await store.session.load("s1")) == 8
 
 
 async def test_export_in_three_formats_with_a_download_name(

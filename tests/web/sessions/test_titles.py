@@ -79,7 +79,7 @@ class HeldProvider(ScriptedProvider):
         self.entered = asyncio.Event()
         self.release = asyncio.Event()
 
-    async def stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:  # type: ignore[override]
+    async def stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         self.entered.set()
         await self.release.wait()
         async for delta in super().stream(*args, **kwargs):
@@ -146,8 +146,9 @@ async def test_blank_or_failing_title_models_keep_the_provisional_title(
     assert meta.title_provisional
 
 
+@pytest.mark.parametrize("release_at", [0, 25, 50])
 async def test_fifty_concurrent_renames_beat_a_title_generation(
-    make_app: Any, asgi_client: Any
+    make_app: Any, asgi_client: Any, release_at: int
 ) -> None:
     model = HeldProvider([text("Generated title")])
     app = make_app(scripted_agent())
@@ -159,15 +160,18 @@ async def test_fifty_concurrent_renames_beat_a_title_generation(
     await model.entered.wait()  # the generation has read the provisional title
 
     async def rename(n: int) -> int:
-        if n == 25:
-            model.release.set()  # the model answers in the middle of the renames
+        if n == release_at:
+            model.release.set()  # the model answers while the renames are in flight
         r = await client.patch(f"/api/sessions/{sid}", json={"title": f"manual {n}"})
-        return r.status_code
+        return int(r.status_code)
 
     assert set(await asyncio.gather(*(rename(n) for n in range(50)))) == {200}
-    assert await task is False
+    model.release.set()
+    applied = await task
     meta = await store.get_session(sid)
     assert meta is not None and meta.title.startswith("manual ") and not meta.title_provisional
+    if release_at == 50:  # every rename landed first: the generation gave way
+        assert applied is False
 
 
 async def test_titles_never_block_the_chat_and_come_after_it(

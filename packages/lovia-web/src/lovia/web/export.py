@@ -67,7 +67,7 @@ class ExportedFile:
         """``attachment`` with the ASCII ``filename`` and the RFC 5987 UTF-8 ``filename*``."""
         return (
             f'attachment; filename="{self.ascii_filename}"; '
-            f"filename*=UTF-8''{quote(self.filename, safe="")}"
+            f"filename*=UTF-8''{quote(self.filename, safe='')}"
         )
 
 

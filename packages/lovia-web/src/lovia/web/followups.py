@@ -36,11 +36,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FOLLOWUP_INSTRUCTIONS",
-    "MAX_FOLLOWUPS",
-    "MAX_FOLLOWUP_CHARS",
     "FollowupFn",
     "FollowupRequest",
     "Followups",
+    "MAX_FOLLOWUPS",
+    "MAX_FOLLOWUP_CHARS",
     "generate_followups",
     "last_exchange",
     "normalize_suggestions",

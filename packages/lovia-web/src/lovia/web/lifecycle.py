@@ -33,7 +33,13 @@ if TYPE_CHECKING:
     from .supervisor import LiveRun
     from .titles import TitleGenerator
 
-__all__ = ["LIFECYCLE_KINDS", "BusSubscription", "LifecycleBus", "LifecycleEvent", "RunLifecycle"]
+__all__ = [
+    "BusSubscription",
+    "LIFECYCLE_KINDS",
+    "LifecycleBus",
+    "LifecycleEvent",
+    "RunLifecycle",
+]
 
 logger = logging.getLogger(__name__)
 
