@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .store.base import ChatStore, RunRecord
+    from .store.base import ChatStore, RunRecord, RunSource, RunStatus
     from .supervisor import LiveRun
     from .titles import TitleGenerator
 
@@ -238,7 +238,7 @@ class RunLifecycle:
         self,
         live: LiveRun,
         *,
-        status: str,
+        status: RunStatus,
         error: dict[str, Any] | None = None,
         usage: dict[str, Any] | None = None,
     ) -> None:
@@ -289,10 +289,13 @@ class RunLifecycle:
             self.bus.close()
 
 
-def _source(live: LiveRun) -> str:
+def _source(live: LiveRun) -> RunSource:
+    from .store.base import RUN_SOURCES
+
     source = getattr(live, "source", None)
-    if isinstance(source, str) and source:
-        return source
+    for known in RUN_SOURCES:
+        if source == known:
+            return known
     return "resume" if live.resumed else "chat"
 
 

@@ -291,7 +291,7 @@ class RunSupervisor:
             if self.lifecycle is not None:
                 await self.lifecycle.run_finished(
                     run,
-                    status="interrupted" if interrupted else str(status),
+                    status="interrupted" if interrupted else status or "failed",
                     error=ended.get("error"),
                     usage=ended.get("done", {}).get("usage"),
                 )

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from ..deps import State
 from ..models import SESSION_ID_PATTERN, error_responses
+from ..store.base import RunSource
 
 if TYPE_CHECKING:
     from ..store.base import RunRecord
@@ -88,7 +89,7 @@ async def live_runs(state: State) -> LiveRunList:
 async def history(
     state: State,
     session_id: str | None = Query(default=None, pattern=SESSION_ID_PATTERN),
-    source: str | None = Query(default=None, pattern=r"^(chat|schedule|subagent|resume)$"),
+    source: RunSource | None = None,
     since: float | None = Query(default=None, ge=0),
     limit: int = Query(default=50, ge=1, le=500),
     offset: int = Query(default=0, ge=0),
