@@ -21,3 +21,6 @@ async def seed(
     for n, entries in enumerate(segments):
         last = n == len(segments) - 1
         await store.session.append(session_id, entries, meta=meta if last else None)
+
+
+from ..store.conftest import pg_dsn, pg_dsn_or_none, pg_schema  # noqa: E402, F401  (fixtures)
