@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lovia.exceptions import ProviderError
+from lovia.exceptions import ProviderError, StoreError
 from lovia.testing import text
-from lovia.web import ChatStore
+from lovia.web import ChatStore, SQLiteChatStore
 from lovia.web.lifecycle import LifecycleBus, LifecycleEvent
 from lovia.web.store.base import RunRecord
 
@@ -215,3 +215,28 @@ async def test_many_event_clients_disconnecting_leak_nothing(make_app: Any, serv
     await asyncio.gather(*(connect_and_leave() for _ in range(30)))
     await _wait_for(lambda: bus.subscribers == 0, "disconnected clients stay subscribed")
     bus.publish("config_changed", {"section": "model"})  # nobody left: nothing to deliver
+
+
+class BrokenRecordsStore(SQLiteChatStore):
+    """A store whose run-record writes fail."""
+
+    async def record_run_started(self, record: RunRecord) -> None:
+        raise StoreError("disk full")
+
+    async def record_run_finished(self, run_id: str, **kwargs: Any) -> None:
+        raise StoreError("disk full")
+
+
+async def test_failing_run_record_writes_never_fail_the_run(
+    make_app: Any, asgi_client: Any, tmp_path: Path
+) -> None:
+    app = make_app(
+        scripted_agent(text("still fine")), store=BrokenRecordsStore(str(tmp_path / "b.db"))
+    )
+    client = await asgi_client(app)
+    sub = app.state.lovia.lifecycle.bus.subscribe()
+    frames = await _chat(client, "hello")
+    assert frames[-1].event == "done" and frames[-1].data["status"] == "completed"
+    kinds = [(await _next(sub)).kind for _ in range(3)]
+    assert kinds == ["session_created", "run_started", "run_finished"]
+    assert (await client.get("/api/runs/history")).json()["runs"] == []

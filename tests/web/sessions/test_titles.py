@@ -40,6 +40,7 @@ def test_the_provisional_title_is_the_first_message_on_one_line() -> None:
         ("**Title:** “Paris weather”", "Paris weather"),
         ("# Paris weather", "Paris weather"),
         ("<think>the user asks about\nweather</think>\n\nParis weather", "Paris weather"),
+        ("<think>never closed\nParis weather", ""),
         ("\n\n  `Paris weather`  \nsecond line", "Paris weather"),
         ("Chat title - Trip planning", "Trip planning"),
         ("「東京の天気」", "東京の天気"),

@@ -275,7 +275,7 @@ class RunLifecycle:
         except Exception:
             logger.exception("could not read session %s", live.session_id)
             return
-        if meta is None or not meta.title_provisional:
+        if meta is None or not meta.title_provisional or meta.parent_id:
             return
         self._titled.add(live.session_id)
         self.titles.schedule(live.session_id, live.agent)

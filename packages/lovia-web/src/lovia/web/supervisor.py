@@ -215,12 +215,12 @@ class RunSupervisor:
             elif meta.agent in self.agents:  # a chat keeps its agent while that agent exists
                 run.agent = meta.agent
             await self.store.set_active_run(session_id, run.run_id)
+            if self.lifecycle is not None:
+                await self.lifecycle.run_started(run, created=meta is None)
         except BaseException:
             self._live.pop(session_id, None)
             self.hub.close(run.run_id)
             raise
-        if self.lifecycle is not None:
-            await self.lifecycle.run_started(run, created=meta is None)
         run.task = asyncio.create_task(self._drive(run, input), name=f"lovia-run-{run.run_id}")
         return run
 
@@ -288,14 +288,15 @@ class RunSupervisor:
         finally:
             if self._live.get(run.session_id) is run:
                 del self._live[run.session_id]
-            if self.lifecycle is not None:
-                await self.lifecycle.run_finished(
-                    run,
-                    status="interrupted" if interrupted else status or "failed",
-                    error=ended.get("error"),
-                    usage=ended.get("done", {}).get("usage"),
-                )
             try:
+                # Inside this try, so a hard cancel here still closes the channel below.
+                if self.lifecycle is not None:
+                    await self.lifecycle.run_finished(
+                        run,
+                        status="interrupted" if interrupted else status or "failed",
+                        error=ended.get("error"),
+                        usage=ended.get("done", {}).get("usage"),
+                    )
                 if status == "completed" and run.stop_reason is None and len(run.mailbox):
                     chained = await self._chain(run)
                     if chained is not None:

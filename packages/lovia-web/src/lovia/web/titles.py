@@ -52,7 +52,7 @@ TITLE_INSTRUCTIONS = (
     "only: no quotes, no punctuation at the end, no markdown, no explanation."
 )
 
-_THINK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.DOTALL | re.IGNORECASE)
+_THINK = re.compile(r"<think(?:ing)?>.*?(?:</think(?:ing)?>|\Z)", re.DOTALL | re.IGNORECASE)
 _LABEL = re.compile(r"^(?:chat\s+|conversation\s+|suggested\s+)?title\s*[:：\-–—]\s*", re.I)
 _MARKUP = re.compile(r"^[\s#>*_`~\-•]+|[\s*_`~]+$")
 _QUOTES = "\"'`“”‘’«»„「」『』"
@@ -173,8 +173,8 @@ class TitleGenerator:
     async def _retitle(self, session_id: str, agent: str) -> bool:
         meta = await self.store.get_session(session_id)
         model = self._model_for(agent)
-        if meta is None or not meta.title_provisional or model is None:
-            return False
+        if meta is None or not meta.title_provisional or meta.parent_id or model is None:
+            return False  # gone, renamed, a subagent's task session, or no model
         message, reply = _first_exchange(await self.store.session.load(session_id))
         if not message:
             return False
