@@ -89,7 +89,15 @@ async def test_history_filters_and_pages(make_app: Any, asgi_client: Any) -> Non
     assert (await client.get(history, params={"since": time.time() + 60})).json()["runs"] == []
     assert len((await client.get(history, params={"source": "chat"})).json()["runs"]) == 3
     assert (await client.get(history, params={"source": "schedule"})).json()["runs"] == []
-    for bad in ({"source": "bogus"}, {"limit": 0}, {"offset": -1}, {"session_id": "../x"}):
+    for bad in (
+        {"source": "bogus"},
+        {"limit": 0},
+        {"offset": -1},
+        {"offset": "9" * 30},
+        {"since": "nan"},
+        {"since": "inf"},
+        {"session_id": "../x"},
+    ):
         r = await client.get(history, params=bad)
         assert r.status_code == 422 and next(iter(bad)) in r.json()["detail"]
     await client.delete(f"/api/sessions/{sid}")  # a deleted chat takes its records along

@@ -96,6 +96,9 @@ async def test_rewind_drops_a_user_turn_and_everything_after_it(
         ({"user_turn": -1}, "user_turn"),
         ({"user_turn": "one"}, "user_turn"),
         ({"user_turn": 10**12}, "user_turn"),
+        ({"user_turn": True}, "user_turn"),
+        ({"user_turn": "0"}, "user_turn"),
+        ({"user_turn": 0.0}, "user_turn"),
         ({}, "user_turn"),
         ({"user_turn": 0, "keep": 1}, "keep"),
     ],
@@ -367,3 +370,11 @@ async def test_followups_through_the_model(make_app: Any, asgi_client: Any) -> N
     await seed(app.state.lovia.store, "s1", *THREE_TURNS)
     r = await client.post("/api/sessions/s1/followups")
     assert r.json() == {"suggestions": ["What next?", "Anything else?"]}
+
+
+async def test_absurd_paging_is_422_not_500(make_app: Any, asgi_client: Any) -> None:
+    client = await asgi_client(make_app(scripted_agent()))
+    r = await client.get("/api/sessions", params={"offset": "9" * 30})
+    assert r.status_code == 422 and "offset" in r.json()["detail"]
+    r = await client.get("/api/sessions", params={"offset": 10**9})
+    assert r.status_code == 200 and r.json()["sessions"] == []

@@ -18,6 +18,8 @@ __all__ = ["LiveRunList", "RunHistory", "RunInfo", "history", "live_runs", "rout
 
 router = APIRouter(prefix="/api/runs")
 
+_MAX_OFFSET = 1_000_000_000
+
 
 class RunInfo(BaseModel):
     """One run record; ``duration`` (seconds) is ``None`` while it runs."""
@@ -90,9 +92,9 @@ async def history(
     state: State,
     session_id: str | None = Query(default=None, pattern=SESSION_ID_PATTERN),
     source: RunSource | None = None,
-    since: float | None = Query(default=None, ge=0),
+    since: float | None = Query(default=None, ge=0, le=1e11),
     limit: int = Query(default=50, ge=1, le=500),
-    offset: int = Query(default=0, ge=0),
+    offset: int = Query(default=0, ge=0, le=_MAX_OFFSET),
 ) -> RunHistory:
     """Run records, newest first; ``since`` keeps runs started at or after it (Unix s)."""
     records = await state.store.list_runs(

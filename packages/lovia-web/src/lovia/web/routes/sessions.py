@@ -84,7 +84,7 @@ class RewindRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    user_turn: int = Field(ge=0, le=1_000_000)
+    user_turn: int = Field(ge=0, le=1_000_000, strict=True)
 
 
 class RewindResult(BaseModel):
@@ -146,7 +146,7 @@ def _entry_json(session_id: str, entry: TranscriptEntry) -> dict[str, Any]:
 async def list_sessions(
     state: State,
     limit: int = Query(default=50, ge=1, le=200),
-    offset: int = Query(default=0, ge=0),
+    offset: int = Query(default=0, ge=0, le=1_000_000_000),
     q: str | None = Query(default=None, max_length=200),
 ) -> SessionList:
     """Pinned chats first, then the most recently updated; ``q`` searches the titles."""
