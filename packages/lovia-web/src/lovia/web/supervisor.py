@@ -46,7 +46,7 @@ from .approvals import ApprovalRegistry
 from .errors import CapacityExceeded, NotFound
 from .eventlog import EventRecord, RunLog, done_record, error_record, records_of
 from .hub import EventHub
-from .titles import provisional_title
+from .titles import provisional_title as _provisional_title  # the name other code uses
 
 if TYPE_CHECKING:
     from lovia.agent import Agent
@@ -165,7 +165,7 @@ class RunSupervisor:
                 hint=f"pass one of: {', '.join(sorted(self.agents))}",
             )
         run = await self._launch(
-            session_id or uuid4().hex, name, message, title=provisional_title(message)
+            session_id or uuid4().hex, name, message, title=_provisional_title(message)
         )
         return StartedRun(run, attached=False)
 
