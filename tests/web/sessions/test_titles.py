@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lovia.exceptions import ProviderError
 from lovia.testing import ScriptedProvider, text
 from lovia.transcript import AssistantTextEntry, InputEntry
 from lovia.web import ChatStore
@@ -231,3 +232,25 @@ async def test_a_pending_title_is_cancelled_at_shutdown(make_app: Any) -> None:
     assert titles.pending == 1
     await asyncio.wait_for(lifespan.__aexit__(None, None, None), 10)
     assert titles.pending == 0
+
+
+async def test_a_chat_is_titled_once_even_if_its_first_run_left_nothing(
+    make_app: Any, asgi_client: Any
+) -> None:
+    model = ScriptedProvider([text("Second try"), text("never asked")])
+    agent = scripted_agent(ProviderError("down", retryable=False), text("ok"), text("again"))
+    app = make_app(agent, generate_titles=True, title_model=model)
+    client = await asgi_client(app)
+    titles = app.state.lovia.lifecycle.titles
+    async with client.stream("POST", "/api/chat/stream", json={"message": "hello"}) as r:
+        frames = [f async for f in read_frames(r)]
+    assert frames[-1].data["status"] == "failed"
+    sid = frames[0].data["session_id"]
+    for message in ("hello again", "and again"):
+        await titles.join()
+        body = {"message": message, "session_id": sid}
+        async with client.stream("POST", "/api/chat/stream", json=body) as r:
+            assert [f async for f in read_frames(r)][-1].data["status"] == "completed"
+    await titles.join()
+    assert (await client.get(f"/api/sessions/{sid}")).json()["title"] == "Second try"
+    assert len(model.calls) == 1

@@ -192,7 +192,6 @@ class RunLifecycle:
         self.bus = bus
         self.titles = titles
         self._live: dict[str, RunRecord] = {}
-        self._titled: set[str] = set()
 
     def __repr__(self) -> str:
         return f"RunLifecycle(live={len(self._live)}, titles={self.titles is not None})"
@@ -267,8 +266,9 @@ class RunLifecycle:
             await self._maybe_title(live)
 
     async def _maybe_title(self, live: LiveRun) -> None:
-        """Ask for a model title once per chat whose title is still provisional."""
-        if self.titles is None or live.session_id in self._titled:
+        """Ask for a model title of a chat whose title is still provisional, unless one was
+        already asked for (see ``TitleGenerator.wants``)."""
+        if self.titles is None or not self.titles.wants(live.session_id):
             return
         try:
             meta = await self.store.get_session(live.session_id)
@@ -277,7 +277,6 @@ class RunLifecycle:
             return
         if meta is None or not meta.title_provisional or meta.parent_id:
             return
-        self._titled.add(live.session_id)
         self.titles.schedule(live.session_id, live.agent)
 
     async def aclose(self) -> None:

@@ -141,6 +141,8 @@ class TitleGenerator:
         self.timeout = timeout
         self._model_for = model_for
         self._tasks: set[asyncio.Task[bool]] = set()
+        self._pending: set[str] = set()
+        self._asked: set[str] = set()
 
     def __repr__(self) -> str:
         return f"TitleGenerator(pending={len(self._tasks)})"
@@ -149,6 +151,11 @@ class TitleGenerator:
     def pending(self) -> int:
         return len(self._tasks)
 
+    def wants(self, session_id: str) -> bool:
+        """Whether titling the chat is worth a try: no task for it is pending and no model
+        was asked for it yet (a chat whose first run left no message is tried again)."""
+        return session_id not in self._pending and session_id not in self._asked
+
     def schedule(self, session_id: str, agent: str) -> asyncio.Task[bool]:
         """Start titling the chat in the background; the task's result says whether the
         generated title was applied."""
@@ -156,7 +163,13 @@ class TitleGenerator:
             self.retitle(session_id, agent), name=f"lovia-title-{session_id}"
         )
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._pending.add(session_id)
+
+        def done(task: asyncio.Task[bool]) -> None:
+            self._tasks.discard(task)
+            self._pending.discard(session_id)
+
+        task.add_done_callback(done)
         return task
 
     async def retitle(self, session_id: str, agent: str) -> bool:
@@ -178,6 +191,7 @@ class TitleGenerator:
         message, reply = _first_exchange(await self.store.session.load(session_id))
         if not message:
             return False
+        self._asked.add(session_id)  # one model call per chat, whatever it answers
         title = await generate_title(model, message, reply or None)
         if not title or title == meta.title:
             return False
