@@ -192,6 +192,7 @@ class RunLifecycle:
         self.bus = bus
         self.titles = titles
         self._live: dict[str, RunRecord] = {}
+        self._starts: dict[str, asyncio.Task[None]] = {}
 
     def __repr__(self) -> str:
         return f"RunLifecycle(live={len(self._live)}, titles={self.titles is not None})"
@@ -201,7 +202,11 @@ class RunLifecycle:
         return self._live.get(run_id)
 
     async def run_started(self, live: LiveRun, *, created: bool = False) -> None:
-        """The supervisor reserved ``live``'s slot; ``created`` when it created the chat."""
+        """The supervisor reserved ``live``'s slot; ``created`` when it created the chat.
+
+        Returns at once: the record is written and the events published by a task of its
+        own, so a run's first event never waits on this; ``run_finished`` waits for it.
+        """
         from .store.base import RunRecord
 
         record = RunRecord(
@@ -216,20 +221,25 @@ class RunLifecycle:
             usage=None,
         )
         self._live[live.run_id] = record
+        self._starts[live.run_id] = asyncio.create_task(
+            self._started(record, created), name=f"lovia-run-record-{live.run_id}"
+        )
+
+    async def _started(self, record: RunRecord, created: bool) -> None:
         try:
             await self.store.record_run_started(record)
         except Exception:
-            logger.exception("could not record the start of run %s", live.run_id)
+            logger.exception("could not record the start of run %s", record.run_id)
         if created:
             title = ""
             try:
-                meta = await self.store.get_session(live.session_id)
+                meta = await self.store.get_session(record.session_id)
                 title = meta.title if meta is not None else ""
             except Exception:
-                logger.exception("could not read session %s", live.session_id)
+                logger.exception("could not read session %s", record.session_id)
             self.bus.publish(
                 "session_created",
-                {"session_id": live.session_id, "agent": live.agent, "title": title},
+                {"session_id": record.session_id, "agent": record.agent, "title": title},
             )
         self.bus.publish("run_started", _run_data(record))
 
@@ -245,6 +255,9 @@ class RunLifecycle:
         ``cancelled`` or ``interrupted`` (a shutdown: the run resumes after a restart)."""
         ended = time.time()
         started = self._live.pop(live.run_id, None)
+        start = self._starts.pop(live.run_id, None)
+        if start is not None:  # its record and its events come first
+            await asyncio.wait({start})
         try:
             await self.store.record_run_finished(
                 live.run_id, status=status, error=_error_text(error), usage=usage, ended_at=ended
@@ -282,6 +295,8 @@ class RunLifecycle:
     async def aclose(self) -> None:
         """Cancel pending title tasks and close the bus (subscribers get their tail)."""
         try:
+            if self._starts:
+                await asyncio.wait(list(self._starts.values()))
             if self.titles is not None:
                 await self.titles.aclose()
         finally:
