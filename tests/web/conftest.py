@@ -152,6 +152,7 @@ class LiveServer:
 def make_app(tmp_path: Path) -> Callable[..., FastAPI]:
     def make(agents: Any, **options: Any) -> FastAPI:
         options.setdefault("db_path", tmp_path / "chat.db")
+        options.setdefault("generate_titles", False)  # a scripted model has no title step
         return create_app(agents, **options)
 
     return make

@@ -20,14 +20,18 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from lovia.agent import Agent
 from lovia.exceptions import UserError
+from lovia.providers.base import Provider
 
 from .approvals import ApprovalRegistry
 from .deps import WebState
 from .errors import WebError
+from .followups import FollowupFn, Followups
+from .lifecycle import LifecycleBus, RunLifecycle
 from .models import ErrorBody, FieldError
-from .routes import chat, info, sessions
+from .routes import chat, events, info, runs, sessions
 from .store.base import ChatStore
 from .supervisor import RunSupervisor
+from .titles import TitleGenerator
 
 __all__ = ["create_app"]
 
@@ -52,6 +56,24 @@ def _agents(agent_or_agents: Agent[Any] | Mapping[str, Agent[Any]]) -> dict[str,
         f"got {type(agent_or_agents).__name__}",
         hint="pass an Agent or a {name: Agent} mapping",
     )
+
+
+def _lifecycle(
+    store: ChatStore,
+    agents: dict[str, Agent[Any]],
+    generate_titles: bool,
+    title_model: Provider | str | None,
+) -> RunLifecycle:
+    bus = LifecycleBus()
+    titles = None
+    if generate_titles:
+
+        def model_for(agent: str) -> Provider | str | None:
+            found = agents.get(agent)
+            return title_model or (found.model if found is not None else None)
+
+        titles = TitleGenerator(store, model_for=model_for, bus=bus)
+    return RunLifecycle(store, bus, titles=titles)
 
 
 def _error(status: int, body: ErrorBody) -> JSONResponse:
@@ -98,12 +120,20 @@ def create_app(
     max_background_runs: int = 8,
     approval_timeout: float | None = 300.0,
     max_turns: int = 50,
+    generate_titles: bool = True,
+    title_model: Provider | str | None = None,
+    followups: bool | FollowupFn = False,
+    followup_model: Provider | str | None = None,
 ) -> FastAPI:
     """Build the app. ``store`` wins over ``db_path``; the default database is
     ``./.lovia/<agent>.db`` (``./.lovia/lovia.db`` for several agents).
 
     ``approval_timeout`` (seconds, ``None`` waits forever) denies a gated call nobody
     answered; ``max_background_runs`` bounds live runs (one more gets 429).
+    ``generate_titles`` titles a new chat with a model once its first run ends
+    (``title_model``, else the chat agent's own); ``followups`` (off by default) serves
+    ``POST /api/sessions/{id}/followups`` with a model (``followup_model``, else the chat
+    agent's) or with a ``FollowupFn``. See docs/web-sessions.md.
     """
     agents = _agents(agent_or_agents)
     if store is None:
@@ -111,22 +141,38 @@ def create_app(
             name = next(iter(agents)) if len(agents) == 1 else "lovia"
             db_path = Path(".lovia") / f"{name}.db"
         store = ChatStore.from_url(str(db_path))  # a file path or a postgresql:// URL
+    lifecycle = _lifecycle(store, agents, generate_titles, title_model)
     supervisor = RunSupervisor(
         agents,
         store,
         approvals=ApprovalRegistry(timeout=approval_timeout),
         max_background_runs=max_background_runs,
         max_turns=max_turns,
+        lifecycle=lifecycle,
     )
-    state = WebState(title=title, agents=agents, store=store, supervisor=supervisor)
+    suggester = None
+    if followups is not False:
+        suggester = Followups(followups, agents=agents, model=followup_model)
+    state = WebState(
+        title=title,
+        agents=agents,
+        store=store,
+        supervisor=supervisor,
+        lifecycle=lifecycle,
+        followups=suggester,
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        swept = await store.sweep_stale_runs()
+        if swept:
+            logger.info("marked %d run record(s) left running as interrupted", swept)
         try:
             yield
         finally:
             try:
                 await supervisor.aclose()
+                await lifecycle.aclose()
             finally:
                 await store.aclose()
 
@@ -139,6 +185,6 @@ def create_app(
     )
     app.state.lovia = state
     _install_error_handlers(app)
-    for module in (info, chat, sessions):
+    for module in (info, chat, sessions, runs, events):
         app.include_router(module.router)
     return app

@@ -8,6 +8,8 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from lovia.agent import Agent
 
+from .followups import Followups
+from .lifecycle import RunLifecycle
 from .store.base import ChatStore
 from .supervisor import RunSupervisor
 
@@ -22,6 +24,8 @@ class WebState:
     agents: dict[str, Agent[Any]]
     store: ChatStore
     supervisor: RunSupervisor
+    lifecycle: RunLifecycle | None = None
+    followups: Followups | None = None
 
 
 def get_state(request: Request) -> WebState:

@@ -46,18 +46,19 @@ from .approvals import ApprovalRegistry
 from .errors import CapacityExceeded, NotFound
 from .eventlog import EventRecord, RunLog, done_record, error_record, records_of
 from .hub import EventHub
+from .titles import provisional_title as _provisional_title  # the name other code uses
 
 if TYPE_CHECKING:
     from lovia.agent import Agent
     from lovia.runtime.result import RunHandle
 
+    from .lifecycle import RunLifecycle
     from .store.base import ChatStore
 
 __all__ = ["LiveRun", "RunSupervisor", "StartedRun"]
 
 logger = logging.getLogger(__name__)
 
-_TITLE_CHARS = 60
 _SHUTDOWN_GRACE_SECONDS = 10.0
 
 
@@ -86,11 +87,6 @@ class StartedRun:
     attached: bool
 
 
-def _provisional_title(message: str) -> str:
-    line = " ".join(message.split())
-    return line if len(line) <= _TITLE_CHARS else line[: _TITLE_CHARS - 1].rstrip() + "…"
-
-
 class RunSupervisor:
     """Owns run lifetimes: start or attach, follow, steer, cancel, shut down."""
 
@@ -103,6 +99,7 @@ class RunSupervisor:
         approvals: ApprovalRegistry | None = None,
         max_background_runs: int = 8,
         max_turns: int = 50,
+        lifecycle: RunLifecycle | None = None,
     ) -> None:
         if not agents:
             raise UserError("RunSupervisor needs at least one agent", hint="pass {name: Agent}")
@@ -117,6 +114,8 @@ class RunSupervisor:
         self.approvals = approvals or ApprovalRegistry()
         self.max_background_runs = max_background_runs
         self.max_turns = max_turns
+        self.lifecycle = lifecycle
+        """Told when a run's slot is reserved and released (run records, ``/api/events``)."""
         self._live: dict[str, LiveRun] = {}
         self._closing = False
 
@@ -216,6 +215,8 @@ class RunSupervisor:
             elif meta.agent in self.agents:  # a chat keeps its agent while that agent exists
                 run.agent = meta.agent
             await self.store.set_active_run(session_id, run.run_id)
+            if self.lifecycle is not None:
+                await self.lifecycle.run_started(run, created=meta is None)
         except BaseException:
             self._live.pop(session_id, None)
             self.hub.close(run.run_id)
@@ -274,6 +275,7 @@ class RunSupervisor:
         # Interrupted by a shutdown: the pointer, the checkpoint and an open-ended log stay,
         # so ``resume`` continues the same run (and the same seq) after a restart.
         interrupted = run.stop_reason == "shutdown" and status != "completed"
+        ended = dict(terminal)  # {"error": {...}, "done": {status, usage?}}
         if interrupted:
             terminal = []
         try:
@@ -287,6 +289,14 @@ class RunSupervisor:
             if self._live.get(run.session_id) is run:
                 del self._live[run.session_id]
             try:
+                # Inside this try, so a hard cancel here still closes the channel below.
+                if self.lifecycle is not None:
+                    await self.lifecycle.run_finished(
+                        run,
+                        status="interrupted" if interrupted else status or "failed",
+                        error=ended.get("error"),
+                        usage=ended.get("done", {}).get("usage"),
+                    )
                 if status == "completed" and run.stop_reason is None and len(run.mailbox):
                     chained = await self._chain(run)
                     if chained is not None:
