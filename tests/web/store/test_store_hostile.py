@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 from lovia.exceptions import StoreError, UserError
-from lovia.web import EventRecord
+from lovia.web import EventRecord, EventRetention
 from lovia.web.store import RunRecord, ScheduleRow
 from lovia.web.store.sql import SQLChatStore
 
@@ -177,3 +177,29 @@ async def test_a_closed_store_says_so(backend: Backend) -> None:
     await store.aclose()  # idempotent
     with pytest.raises(StoreError):
         await store.get_session("s")
+
+
+async def test_a_zero_retention_keeps_only_the_live_run(backend: Backend) -> None:
+    store = backend.store(retention=EventRetention(runs_per_session=0, max_events=0))
+    await store.create_session("s", agent="helper", title="t")
+    await store.create_session("t", agent="helper", title="t")
+    await store.set_active_run("s", "live")
+    await store.append_events("s", [EventRecord("done", 1, "x", {})])
+    await store.append_events("s", [EventRecord("live", 1, "x", {})])
+    await store.append_events("t", [EventRecord("other", 1, "x", {})])
+    assert await store.prune_events("s") == 2  # its own finished run, then another past the cap
+    assert await store.read_events("done") == [] and await store.read_events("other") == []
+    assert len(await store.read_events("live")) == 1
+    assert await store.list_sessions(limit=0, offset=0) == []
+
+
+async def test_racing_creates_of_one_chat_agree_on_the_first(db_backend: Backend) -> None:
+    first, second = db_backend.store(), db_backend.store()
+    metas = await asyncio.gather(
+        *(
+            s.create_session("same", agent=f"agent-{i}", title=f"t{i}")
+            for i, s in enumerate([first, second] * 10)
+        )
+    )
+    assert len({(m.agent, m.title, m.created_at) for m in metas}) == 1
+    assert len(await first.list_sessions(limit=10, offset=0)) == 1
