@@ -187,6 +187,11 @@ class ChatStore(ABC):
         unknown id."""
 
     @abstractmethod
+    async def task_sessions(self, session_id: str) -> list[str]:
+        """The ids of the chat's task sessions at any depth (children before their own
+        children), which ``delete_session`` removes with it: stop their live runs first."""
+
+    @abstractmethod
     async def delete_all_sessions(self) -> list[str]:
         """Remove every chat as ``delete_session`` does; returns the ids removed."""
 
