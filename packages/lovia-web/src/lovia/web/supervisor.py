@@ -39,6 +39,7 @@ from lovia.checkpointer import CheckpointOptions
 from lovia.events import ApprovalRequired, RunCompleted, RunFailed
 from lovia.exceptions import RunCancelled, UserError
 from lovia.messages import user
+from lovia.parts import ContentPart, text_of
 from lovia.runner import RunInput, Runner
 from lovia.steering import Mailbox
 
@@ -46,6 +47,7 @@ from .approvals import ApprovalRegistry
 from .errors import CapacityExceeded, NotFound
 from .eventlog import EventRecord, RunLog, done_record, error_record, records_of
 from .hub import EventHub
+from .workspaces import WorkspaceRegistry
 
 if TYPE_CHECKING:
     from lovia.agent import Agent
@@ -103,6 +105,7 @@ class RunSupervisor:
         approvals: ApprovalRegistry | None = None,
         max_background_runs: int = 8,
         max_turns: int = 50,
+        workspaces: WorkspaceRegistry | None = None,
     ) -> None:
         if not agents:
             raise UserError("RunSupervisor needs at least one agent", hint="pass {name: Agent}")
@@ -117,6 +120,8 @@ class RunSupervisor:
         self.approvals = approvals or ApprovalRegistry()
         self.max_background_runs = max_background_runs
         self.max_turns = max_turns
+        self.workspaces = workspaces or WorkspaceRegistry()
+        """Each chat's bound workspace session (its background processes outlive a run)."""
         self._live: dict[str, LiveRun] = {}
         self._closing = False
 
@@ -138,7 +143,11 @@ class RunSupervisor:
     # -- start -----------------------------------------------------------------------------
 
     async def start(
-        self, message: str, *, session_id: str | None = None, agent: str | None = None
+        self,
+        message: str | list[ContentPart],
+        *,
+        session_id: str | None = None,
+        agent: str | None = None,
     ) -> StartedRun:
         """Start a run of ``message`` in the session, or attach it to the session's live run.
 
@@ -165,8 +174,9 @@ class RunSupervisor:
                 f"unknown agent {name!r}" if name else "this server has several agents",
                 hint=f"pass one of: {', '.join(sorted(self.agents))}",
             )
+        input: RunInput = message if isinstance(message, str) else [user(message)]
         run = await self._launch(
-            session_id or uuid4().hex, name, message, title=_provisional_title(message)
+            session_id or uuid4().hex, name, input, title=_provisional_title(text_of(message))
         )
         return StartedRun(run, attached=False)
 
@@ -230,8 +240,9 @@ class RunSupervisor:
         try:
             last_seq = await self.store.last_seq(run.run_id)
             run.log = RunLog(run.run_id, run.session_id, self.store, self.hub, last_seq=last_seq)
+            agent = await self.workspaces.agent_for(run.session_id, self.agents[run.agent])
             handle = Runner.stream(
-                self.agents[run.agent],
+                agent,
                 input,
                 session=self.store.session,
                 session_id=run.session_id,
@@ -364,12 +375,14 @@ class RunSupervisor:
         return run
 
     async def stop(self, session_id: str) -> None:
-        """Cancel the session's live run, if any, and wait until its task has ended."""
+        """Cancel the session's live run, if any, and wait until its task has ended; then
+        close the chat's workspace session (the chat is going away: its processes die)."""
         run = self._live.get(session_id)
         if run is not None:
             self._stop(run, "cancel")
             if run.task is not None:
                 await asyncio.shield(run.task)
+        await self.workspaces.release(session_id)
 
     def _stop(self, run: LiveRun, reason: str) -> None:
         if run.stop_reason is None:
@@ -390,10 +403,10 @@ class RunSupervisor:
         for run in runs:
             self._stop(run, "shutdown")
         tasks = [run.task for run in runs if run.task is not None]
-        if not tasks:
-            return
-        _, stragglers = await asyncio.wait(tasks, timeout=_SHUTDOWN_GRACE_SECONDS)
-        for task in stragglers:
-            task.cancel()
-        if stragglers:
-            await asyncio.wait(stragglers)
+        if tasks:
+            _, stragglers = await asyncio.wait(tasks, timeout=_SHUTDOWN_GRACE_SECONDS)
+            for task in stragglers:
+                task.cancel()
+            if stragglers:
+                await asyncio.wait(stragglers)
+        await self.workspaces.aclose()  # background processes die with the server
