@@ -148,6 +148,7 @@ def sanitize_filename(raw: str) -> str:
     empty (``upload`` when nothing is left)."""
     name = unicodedata.normalize("NFKC", raw)
     name = name.replace("\\", "/").rsplit("/", 1)[-1]
+    name = "".join(" " if ch.isspace() else ch for ch in name)
     name = "".join(ch for ch in name if unicodedata.category(ch) not in ("Cc", "Cf", "Cs"))
     name = " ".join(name.split())  # every whitespace run becomes one space
     name = name.lstrip(". ").rstrip(". ")
