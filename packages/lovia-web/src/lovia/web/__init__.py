@@ -21,7 +21,9 @@ _EXPORTS: dict[str, str] = {
     "RunSupervisor": "lovia.web.supervisor",
     "SQLiteChatStore": "lovia.web.store.sqlite",
     "WebError": "lovia.web.errors",
+    "WorkspaceRegistry": "lovia.web.workspaces",
     "create_app": "lovia.web.app",
+    "make_describe_image_tool": "lovia.web.vision",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -54,3 +56,5 @@ if TYPE_CHECKING:
     from lovia.web.store.base import ChatStore as ChatStore
     from lovia.web.store.sqlite import SQLiteChatStore as SQLiteChatStore
     from lovia.web.supervisor import RunSupervisor as RunSupervisor
+    from lovia.web.vision import make_describe_image_tool as make_describe_image_tool
+    from lovia.web.workspaces import WorkspaceRegistry as WorkspaceRegistry

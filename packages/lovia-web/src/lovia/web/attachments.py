@@ -42,9 +42,9 @@ if TYPE_CHECKING:
     from .supervisor import RunSupervisor
 
 __all__ = [
-    "MAX_INLINE_IMAGE_BYTES",
     "AttachmentRef",
     "AttachmentsInvalid",
+    "MAX_INLINE_IMAGE_BYTES",
     "chat_input",
     "model_has_vision",
     "resolve_attachments",

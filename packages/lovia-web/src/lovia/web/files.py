@@ -40,11 +40,12 @@ from lovia.workspace.paths import is_proc_magic, relative_to_root
 from .errors import NotFound, WebError
 
 __all__ = [
-    "INLINE_MIMES",
-    "MAX_RAW_BYTES",
-    "MAX_TEXT_BYTES",
     "BadPath",
     "FileEntry",
+    "INLINE_MIMES",
+    "Listing",
+    "MAX_RAW_BYTES",
+    "MAX_TEXT_BYTES",
     "PathDenied",
     "RawFile",
     "TextPage",

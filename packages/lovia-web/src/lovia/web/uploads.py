@@ -40,8 +40,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_ALLOWED_EXT",
     "MAX_NAME_BYTES",
-    "UPLOAD_DIR",
+    "PendingUpload",
     "StoredUpload",
+    "UPLOAD_DIR",
     "UploadLimits",
     "UploadRejected",
     "UploadTarget",

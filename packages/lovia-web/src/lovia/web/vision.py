@@ -38,7 +38,11 @@ if TYPE_CHECKING:
     from lovia.providers.base import Provider
     from lovia.run_context import RunContext
 
-__all__ = ["MAX_IMAGE_BYTES", "make_describe_image_tool", "with_vision_delegation"]
+__all__ = [
+    "MAX_IMAGE_BYTES",
+    "make_describe_image_tool",
+    "with_vision_delegation",
+]
 
 MAX_IMAGE_BYTES = 5_000_000
 """``describe_image`` refuses larger images."""

@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from lovia.agent import Agent
     from lovia.workspace import ProcessStatus
 
-__all__ = ["WorkspaceRegistry"]
+__all__ = [
+    "WorkspaceRegistry",
+]
 
 
 class WorkspaceRegistry:

@@ -30,7 +30,15 @@ __all__ = [
     "TextFile",
     "UploadResult",
     "WorkspaceInfo",
+    "kill_process",
+    "list_files",
+    "list_processes",
+    "raw_file",
+    "read_file",
+    "recent_files",
     "router",
+    "upload",
+    "workspace_info",
 ]
 
 router = APIRouter()
