@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import sys
 from pathlib import Path
@@ -164,3 +165,51 @@ async def test_non_local_workspaces_pass_through(root: Path) -> None:
     bound = plain.clone(workspace=Workspace.local(root).bind(await Workspace.local(root).open()))
     assert await registry.agent_for("c", bound) is bound
     assert len(registry) == 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead too: its group was killed, only the reaping is pending
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().split(")")[-1].split()[0] != "Z"
+
+
+async def _gone(pids: list[int], deadline: float = 10.0) -> bool:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline
+    while loop.time() < end:
+        if not any(_alive(p) for p in pids):
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
+async def test_release_all_kills_every_chats_process_groups(root: Path) -> None:
+    registry = WorkspaceRegistry()
+    agent = ws_agent(root, mode="trusted")
+    chats = [f"chat{i}" for i in range(10)]
+    agents = await asyncio.gather(*(registry.agent_for(c, agent) for c in chats))
+    assert len({id(a.workspace) for a in agents}) == 10
+    pids = []
+    for chat_id in chats:
+        session = registry.session(chat_id)
+        assert session is not None
+        # a child of the shell: the whole group must die, not only the shell
+        pids.append((await session.spawn("sleep 300 & sleep 300; wait")).pid)
+    assert all(_alive(p) for p in pids)
+    await registry.release_all()
+    assert await _gone(pids)
+    assert len(registry) == 0 and all(registry.processes(c) == [] for c in chats)
+
+
+async def test_a_bind_racing_the_shutdown_leaves_nothing_open(root: Path) -> None:
+    registry = WorkspaceRegistry()
+    agent = ws_agent(root, mode="trusted")
+    binding, _ = await asyncio.gather(registry.agent_for("c", agent), registry.aclose())
+    assert len(registry) == 0
+    workspace: Any = binding.workspace
+    session = getattr(workspace, "session", None)
+    assert session is None or session.closed
