@@ -21,6 +21,9 @@ Rules it keeps:
 * Messages that reach a run's mailbox after its last turn began are not lost: when the run
   completes, they start the session's next run (*auto-chaining*), and the ``done`` record
   names it as ``next_run_id``. A cancelled run chains nothing.
+* A chat's runs share one workspace session (``workspaces``, a ``WorkspaceRegistry``): the
+  agent runs as ``workspaces.agent_for(session_id, agent)``, so background processes outlive
+  a run; ``stop`` (the chat is deleted) and ``aclose`` close the chat's session.
 * ``cancel`` stops a run and forgets its checkpoint; ``aclose`` (server shutdown) cancels
   every run cooperatively but keeps its checkpoint and the chat's ``active_run_id``, and logs
   no ``done`` for it: ``resume`` (after a restart) continues the same run id and seq.
