@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import secrets
 import unicodedata
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -173,12 +173,14 @@ def _cap(name: str, limit: int) -> str:
     return (cut or "upload") + ext
 
 
-def _candidates(name: str) -> list[str]:
+def _candidates(name: str) -> Iterator[str]:
     stem, dot, ext = name.rpartition(".")
     if not dot or not stem:
         stem, ext = name, ""
     suffix = "." + ext if ext else ""
-    return [name] + [f"{stem} ({n}){suffix}" for n in range(1, 10_000)]
+    yield name
+    for n in range(1, 10_000):
+        yield f"{stem} ({n}){suffix}"
 
 
 class UploadTarget:
@@ -205,7 +207,10 @@ class UploadTarget:
             return "uploads/ is not a directory"
         return None
 
-    def _directory(self) -> Path:
+    def _directory(self) -> int:
+        """A descriptor of ``uploads/`` (created if missing), opened without following a
+        symlink: every later file operation is relative to it, so a directory swapped for
+        a link after this check cannot redirect the upload."""
         reason = self.unavailable_reason()
         if reason is not None:
             raise UploadsUnavailable(f"this workspace takes no uploads: {reason}")
@@ -215,9 +220,10 @@ class UploadTarget:
             pass
         except OSError:
             raise UploadsUnavailable("cannot create uploads/ in the workspace") from None
-        if os.path.islink(self.directory) or not self.directory.is_dir():
-            raise UploadsUnavailable("this workspace takes no uploads: uploads/ changed")
-        return self.directory
+        try:
+            return os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            raise UploadsUnavailable("this workspace takes no uploads: uploads/ changed") from None
 
     def check_name(self, filename: str) -> str:
         """The sanitised name; raises ``UploadRejected`` for a disallowed extension."""
@@ -242,14 +248,19 @@ class UploadTarget:
 class PendingUpload:
     """One upload being received into a hidden temporary file of ``uploads/``."""
 
-    def __init__(self, target: UploadTarget, name: str, directory: Path) -> None:
+    def __init__(self, target: UploadTarget, name: str, dir_fd: int) -> None:
         self.target = target
         self.name = name
-        self.directory = directory
         self.size = 0
-        self._temp = directory / f".upload-{secrets.token_hex(8)}.part"
+        self._dir_fd: int | None = dir_fd
+        self._temp = f".upload-{secrets.token_hex(8)}.part"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        self._fd: int | None = os.open(self._temp, flags, 0o644)
+        try:
+            self._fd: int | None = os.open(self._temp, flags, 0o644, dir_fd=dir_fd)
+        except OSError:
+            os.close(dir_fd)
+            self._dir_fd = None
+            raise UploadsUnavailable("cannot write into uploads/") from None
 
     def write(self, data: bytes) -> None:
         """Append ``data``; raises ``UploadTooLarge`` (and aborts) past the cap."""
@@ -273,26 +284,29 @@ class PendingUpload:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-        try:
-            os.unlink(self._temp)
-        except FileNotFoundError:
-            pass
+        if self._dir_fd is not None:
+            try:
+                os.unlink(self._temp, dir_fd=self._dir_fd)
+            except FileNotFoundError:
+                pass
+            finally:
+                os.close(self._dir_fd)
+                self._dir_fd = None
 
     def finish(self) -> StoredUpload:
         """Give the file its final name (never replacing one); raises ``UploadRejected``
         for an empty file."""
-        if self._fd is None:
+        if self._fd is None or self._dir_fd is None:
             raise UploadRejected("file: the upload was aborted")
         if self.size == 0:
             self.abort()
             raise UploadRejected("file: the file is empty", hint="upload a non-empty file")
-        os.fsync(self._fd)
         os.close(self._fd)
         self._fd = None
         try:
             for candidate in _candidates(self.name):
-                try:
-                    os.link(self._temp, self.directory / candidate)
+                try:  # a hard link never replaces an existing name
+                    os.link(self._temp, candidate, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
                 except FileExistsError:
                     continue
                 return StoredUpload(f"{UPLOAD_DIR}/{candidate}", candidate, self.size)
