@@ -56,9 +56,10 @@ async def test_a_model_without_vision_gets_references_only(
 ) -> None:
     agent = ws_agent(root, text("noted"), vision=False)
     client = await asgi_client(make_app(agent))
-    await _send(client, "look", attachments=[IMAGE])
+    await _send(client, "look", attachments=[IMAGE, {"path": "doc.pdf"}])
     content = _user_input(agent).content
     assert isinstance(content, str) and "[attached: logo.png (image/png)]" in content
+    assert "[attached: doc.pdf (application/pdf)]" in content  # a missing mime is guessed
 
 
 async def test_invalid_attachments_are_dropped_and_all_invalid_is_a_422(

@@ -128,7 +128,7 @@ async def resolve_attachments(
     lines = [message, ""]
     images: list[ContentPart] = []
     for attachment, rel, _real in valid:
-        mime = attachment.mime or "application/octet-stream"
+        mime = attachment.mime or _guess_mime(rel)
         lines.append(f"[attached: {rel} ({mime})]")
         suffix = Path(rel).suffix.lower()
         if vision and attachment.kind == "image" and suffix in _VISION_MIMES:
@@ -139,6 +139,12 @@ async def resolve_attachments(
     if not images:
         return text
     return [TextPart(text), *images]
+
+
+def _guess_mime(path: str) -> str:
+    import mimetypes  # lazy: it imports urllib
+
+    return mimetypes.guess_type(path)[0] or "application/octet-stream"
 
 
 async def _inline(files: WorkspaceFiles, rel: str, mime: str) -> ImagePart | None:
