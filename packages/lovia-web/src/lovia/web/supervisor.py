@@ -406,10 +406,12 @@ class RunSupervisor:
         for run in runs:
             self._stop(run, "shutdown")
         tasks = [run.task for run in runs if run.task is not None]
-        if tasks:
-            _, stragglers = await asyncio.wait(tasks, timeout=_SHUTDOWN_GRACE_SECONDS)
-            for task in stragglers:
-                task.cancel()
-            if stragglers:
-                await asyncio.wait(stragglers)
-        await self.workspaces.aclose()  # background processes die with the server
+        if not tasks:
+            await self.workspaces.aclose()  # background processes die with the server
+            return
+        _, stragglers = await asyncio.wait(tasks, timeout=_SHUTDOWN_GRACE_SECONDS)
+        for task in stragglers:
+            task.cancel()
+        if stragglers:
+            await asyncio.wait(stragglers)
+        await self.workspaces.aclose()
