@@ -96,9 +96,22 @@ async def test_the_server_shutdown_kills_the_chats_processes(make_app: Any, root
             async with client.stream("POST", "/api/chat/stream", json={"message": "go"}) as r:
                 await until(read_frames(r), "done")
             assert await _serving(port, up=True)
+        sid = (await _session_ids(app))[0]
     finally:
         await lifespan.__aexit__(None, None, None)
     assert await _serving(port, up=False), "the server outlived the app"
+    # a restarted server knows the chat, not its processes: they are never restored
+    restarted = make_app(_server_agent(root, port))
+    async with restarted.router.lifespan_context(restarted):
+        transport = httpx.ASGITransport(app=restarted)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            listed = await client.get(f"/api/sessions/{sid}/processes")
+    assert listed.status_code == 200 and listed.json()["processes"] == []
+
+
+async def _session_ids(app: Any) -> list[str]:
+    metas = await app.state.lovia.store.list_sessions(limit=10, offset=0, query=None)
+    return [m.id for m in metas]
 
 
 async def test_kill_returns_the_refreshed_list_and_unknown_ids_are_404(
