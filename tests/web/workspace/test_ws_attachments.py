@@ -113,6 +113,19 @@ async def test_a_model_string_is_asked_for_its_vision_flag(
     assert await model_has_vision(Agent(name="a")) is False
 
 
+async def test_svg_and_symlinks_out_are_never_inlined(root: Path) -> None:
+    (root.parent / "outside.png").write_bytes(b"\x89PNG")
+    (root / "out.png").symlink_to(root.parent / "outside.png")
+    agent = ws_agent(root, vision=True)
+    refs = [
+        AttachmentRef("icon.svg", "image/svg+xml", "image"),
+        AttachmentRef("out.png", "image/png", "image"),
+    ]
+    result = await resolve_attachments(agent, "see", refs)
+    assert isinstance(result, str)
+    assert "[attached: icon.svg (image/svg+xml)]" in result and "out.png" not in result
+
+
 async def test_an_oversized_image_stays_a_reference(root: Path) -> None:
     (root / "huge.png").write_bytes(b"\x89PNG" + b"\x00" * 5_000_001)
     agent = ws_agent(root, vision=True)
