@@ -133,3 +133,18 @@ async def test_an_oversized_image_stays_a_reference(root: Path) -> None:
         agent, "see", [AttachmentRef("huge.png", "image/png", "image")]
     )
     assert isinstance(result, str) and "[attached: huge.png (image/png)]" in result
+
+
+async def test_inlined_images_are_bounded_per_message(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lovia.web.attachments as attachments
+
+    monkeypatch.setattr(attachments, "MAX_INLINE_TOTAL_BYTES", 2_500)
+    for i in range(4):
+        (root / f"p{i}.png").write_bytes(b"\x89PNG" + bytes(1_000))
+    refs = [AttachmentRef(f"p{i}.png", "image/png", "image") for i in range(4)]
+    result = await resolve_attachments(ws_agent(root, vision=True), "see", refs)
+    assert isinstance(result, list)
+    assert sum(isinstance(p, ImagePart) for p in result) == 2
+    assert isinstance(result[0], TextPart) and result[0].text.count("[attached:") == 4

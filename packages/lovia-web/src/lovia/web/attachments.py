@@ -13,7 +13,8 @@ into the run's input:
 * an ``image`` attachment is also inlined as an ``ImagePart`` when the agent's model has
   vision (``model_has_vision``: the provider's ``supports_vision``, the same flag the core
   uses to hide image-returning tools) and the file is a png/jpeg/gif/webp/avif of at most
-  ``MAX_INLINE_IMAGE_BYTES``; otherwise it stays a reference;
+  ``MAX_INLINE_IMAGE_BYTES`` (and ``MAX_INLINE_TOTAL_BYTES`` for the message); otherwise it
+  stays a reference;
 * an agent without a local workspace ignores attachments (the message is sent as is).
 
 The result is the plain message text when nothing is inlined, else a list of parts
@@ -45,6 +46,7 @@ __all__ = [
     "AttachmentRef",
     "AttachmentsInvalid",
     "MAX_INLINE_IMAGE_BYTES",
+    "MAX_INLINE_TOTAL_BYTES",
     "chat_input",
     "model_has_vision",
     "resolve_attachments",
@@ -52,6 +54,8 @@ __all__ = [
 
 MAX_INLINE_IMAGE_BYTES = 5_000_000
 """An image attachment larger than this is referenced, not inlined."""
+MAX_INLINE_TOTAL_BYTES = 20_000_000
+"""Images of one message are inlined up to this total; the rest are references."""
 
 _VISION_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif")
 _VISION_MIMES = {suffix: INLINE_MIMES[suffix] for suffix in _VISION_SUFFIXES}
@@ -127,14 +131,17 @@ async def resolve_attachments(
     vision = any(a.kind == "image" for a, _, _ in valid) and await model_has_vision(agent)
     lines = [message, ""]
     images: list[ContentPart] = []
+    inlined = 0
     for attachment, rel, _real in valid:
         mime = attachment.mime or _guess_mime(rel)
         lines.append(f"[attached: {rel} ({mime})]")
         suffix = Path(rel).suffix.lower()
         if vision and attachment.kind == "image" and suffix in _VISION_MIMES:
-            image = await _inline(files, rel, _VISION_MIMES[suffix])
+            room = min(MAX_INLINE_IMAGE_BYTES, MAX_INLINE_TOTAL_BYTES - inlined)
+            image = await _inline(files, rel, _VISION_MIMES[suffix], room)
             if image is not None:
                 images.append(image)
+                inlined += image.byte_size
     text = "\n".join(lines)
     if not images:
         return text
@@ -147,9 +154,11 @@ def _guess_mime(path: str) -> str:
     return mimetypes.guess_type(path)[0] or "application/octet-stream"
 
 
-async def _inline(files: WorkspaceFiles, rel: str, mime: str) -> ImagePart | None:
+async def _inline(files: WorkspaceFiles, rel: str, mime: str, room: int) -> ImagePart | None:
+    if room <= 0:
+        return None
     try:
-        data = await files.read_bytes(rel, MAX_INLINE_IMAGE_BYTES)
+        data = await files.read_bytes(rel, room)
     except WebError:
         return None
     if data is None:
