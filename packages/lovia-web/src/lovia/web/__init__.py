@@ -24,7 +24,9 @@ _EXPORTS: dict[str, str] = {
     "SQLiteChatStore": "lovia.web.store.sqlite",
     "ScheduleRow": "lovia.web.store.base",
     "WebError": "lovia.web.errors",
+    "WorkspaceRegistry": "lovia.web.workspaces",
     "create_app": "lovia.web.app",
+    "make_describe_image_tool": "lovia.web.vision",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -60,3 +62,5 @@ if TYPE_CHECKING:
     from lovia.web.store.postgres import PostgresChatStore as PostgresChatStore
     from lovia.web.store.sqlite import SQLiteChatStore as SQLiteChatStore
     from lovia.web.supervisor import RunSupervisor as RunSupervisor
+    from lovia.web.vision import make_describe_image_tool as make_describe_image_tool
+    from lovia.web.workspaces import WorkspaceRegistry as WorkspaceRegistry

@@ -28,7 +28,7 @@ from .errors import WebError
 from .followups import FollowupFn, Followups
 from .lifecycle import LifecycleBus, RunLifecycle
 from .models import ErrorBody, FieldError
-from .routes import chat, events, info, runs, sessions
+from .routes import chat, events, info, runs, sessions, workspace
 from .store.base import ChatStore
 from .supervisor import RunSupervisor
 from .titles import TitleGenerator
@@ -185,6 +185,6 @@ def create_app(
     )
     app.state.lovia = state
     _install_error_handlers(app)
-    for module in (info, chat, sessions, runs, events):
+    for module in (info, chat, sessions, runs, events, workspace):
         app.include_router(module.router)
     return app

@@ -17,6 +17,7 @@ __all__ = [
     "AgentInfo",
     "ApproveRequest",
     "ApproveResult",
+    "Attachment",
     "CancelResult",
     "ChatRequest",
     "ErrorBody",
@@ -86,12 +87,24 @@ class ServerInfo(BaseModel):
     default_agent: str | None
 
 
+class Attachment(_Body):
+    """A workspace file attached to a chat message (``lovia.web.attachments``)."""
+
+    path: str = Field(min_length=1, max_length=4096)
+    """Relative to the agent's workspace root, e.g. an upload's ``uploads/photo.png``."""
+    mime: str | None = Field(default=None, max_length=255)
+    kind: Literal["image", "file"] = "file"
+    """``image`` is inlined for a model with vision; ``file`` is a path reference only."""
+    name: str | None = Field(default=None, max_length=255)
+
+
 class ChatRequest(_Body):
     """``POST /api/chat/stream``: a user message for a new or existing chat."""
 
     message: str = Field(min_length=1, max_length=_MAX_MESSAGE_CHARS)
     session_id: str | None = Field(default=None, pattern=SESSION_ID_PATTERN)
     agent: str | None = None
+    attachments: list[Attachment] = Field(default_factory=list, max_length=20)
 
     _blank = field_validator("message")(_not_blank)
 

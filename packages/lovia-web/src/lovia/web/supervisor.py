@@ -21,6 +21,9 @@ Rules it keeps:
 * Messages that reach a run's mailbox after its last turn began are not lost: when the run
   completes, they start the session's next run (*auto-chaining*), and the ``done`` record
   names it as ``next_run_id``. A cancelled run chains nothing.
+* A chat's runs share one workspace session (``workspaces``, a ``WorkspaceRegistry``): the
+  agent runs as ``workspaces.agent_for(session_id, agent)``, so background processes outlive
+  a run; ``stop`` (the chat is deleted) and ``aclose`` close the chat's session.
 * ``cancel`` stops a run and forgets its checkpoint; ``aclose`` (server shutdown) cancels
   every run cooperatively but keeps its checkpoint and the chat's ``active_run_id``, and logs
   no ``done`` for it: ``resume`` (after a restart) continues the same run id and seq.
@@ -39,6 +42,7 @@ from lovia.checkpointer import CheckpointOptions
 from lovia.events import ApprovalRequired, RunCompleted, RunFailed
 from lovia.exceptions import RunCancelled, UserError
 from lovia.messages import user
+from lovia.parts import ContentPart, text_of
 from lovia.runner import RunInput, Runner
 from lovia.steering import Mailbox
 
@@ -47,6 +51,7 @@ from .errors import CapacityExceeded, NotFound
 from .eventlog import EventRecord, RunLog, done_record, error_record, records_of
 from .hub import EventHub
 from .titles import provisional_title as _provisional_title  # the name other code uses
+from .workspaces import WorkspaceRegistry
 
 if TYPE_CHECKING:
     from lovia.agent import Agent
@@ -100,6 +105,7 @@ class RunSupervisor:
         max_background_runs: int = 8,
         max_turns: int = 50,
         lifecycle: RunLifecycle | None = None,
+        workspaces: WorkspaceRegistry | None = None,
     ) -> None:
         if not agents:
             raise UserError("RunSupervisor needs at least one agent", hint="pass {name: Agent}")
@@ -116,6 +122,8 @@ class RunSupervisor:
         self.max_turns = max_turns
         self.lifecycle = lifecycle
         """Told when a run's slot is reserved and released (run records, ``/api/events``)."""
+        self.workspaces = workspaces or WorkspaceRegistry()
+        """Each chat's bound workspace session (its background processes outlive a run)."""
         self._live: dict[str, LiveRun] = {}
         self._closing = False
 
@@ -137,7 +145,11 @@ class RunSupervisor:
     # -- start -----------------------------------------------------------------------------
 
     async def start(
-        self, message: str, *, session_id: str | None = None, agent: str | None = None
+        self,
+        message: str | list[ContentPart],
+        *,
+        session_id: str | None = None,
+        agent: str | None = None,
     ) -> StartedRun:
         """Start a run of ``message`` in the session, or attach it to the session's live run.
 
@@ -164,8 +176,9 @@ class RunSupervisor:
                 f"unknown agent {name!r}" if name else "this server has several agents",
                 hint=f"pass one of: {', '.join(sorted(self.agents))}",
             )
+        input: RunInput = message if isinstance(message, str) else [user(message)]
         run = await self._launch(
-            session_id or uuid4().hex, name, message, title=_provisional_title(message)
+            session_id or uuid4().hex, name, input, title=_provisional_title(text_of(message))
         )
         return StartedRun(run, attached=False)
 
@@ -231,8 +244,9 @@ class RunSupervisor:
         try:
             last_seq = await self.store.last_seq(run.run_id)
             run.log = RunLog(run.run_id, run.session_id, self.store, self.hub, last_seq=last_seq)
+            agent = await self.workspaces.agent_for(run.session_id, self.agents[run.agent])
             handle = Runner.stream(
-                self.agents[run.agent],
+                agent,
                 input,
                 session=self.store.session,
                 session_id=run.session_id,
@@ -374,12 +388,14 @@ class RunSupervisor:
         return run
 
     async def stop(self, session_id: str) -> None:
-        """Cancel the session's live run, if any, and wait until its task has ended."""
+        """Cancel the session's live run, if any, and wait until its task has ended; then
+        close the chat's workspace session (the chat is going away: its processes die)."""
         run = self._live.get(session_id)
         if run is not None:
             self._stop(run, "cancel")
             if run.task is not None:
                 await asyncio.shield(run.task)
+        await self.workspaces.release(session_id)
 
     def _stop(self, run: LiveRun, reason: str) -> None:
         if run.stop_reason is None:
@@ -401,9 +417,11 @@ class RunSupervisor:
             self._stop(run, "shutdown")
         tasks = [run.task for run in runs if run.task is not None]
         if not tasks:
+            await self.workspaces.aclose()  # background processes die with the server
             return
         _, stragglers = await asyncio.wait(tasks, timeout=_SHUTDOWN_GRACE_SECONDS)
         for task in stragglers:
             task.cancel()
         if stragglers:
             await asyncio.wait(stragglers)
+        await self.workspaces.aclose()

@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Header, Query
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from ..attachments import chat_input
 from ..deps import State, WebState
 from ..encoders.sse import session_frame, sse_frame
 from ..errors import NotFound, RunConflict
@@ -49,9 +50,8 @@ async def start_stream(body: ChatRequest, state: State) -> EventSourceResponse:
 
     An attached client gets the live run from its first event, like any co-watcher.
     """
-    started = await state.supervisor.start(
-        body.message, session_id=body.session_id, agent=body.agent
-    )
+    message = await chat_input(state.supervisor, body)  # attachments resolved
+    started = await state.supervisor.start(message, session_id=body.session_id, agent=body.agent)
     run = started.run
     frames = _frames(
         state.supervisor,
