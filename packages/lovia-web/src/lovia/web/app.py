@@ -21,11 +21,13 @@ from fastapi.responses import JSONResponse
 from lovia.agent import Agent
 from lovia.exceptions import UserError
 
+from . import subagents
 from .approvals import ApprovalRegistry
+from .background import Background
 from .deps import WebState
 from .errors import WebError
 from .models import ErrorBody, FieldError
-from .routes import chat, info, sessions
+from .routes import chat, info, memory, schedules, sessions
 from .store.base import ChatStore
 from .supervisor import RunSupervisor
 
@@ -98,12 +100,16 @@ def create_app(
     max_background_runs: int = 8,
     approval_timeout: float | None = 300.0,
     max_turns: int = 50,
+    scheduler_poll: float | None = 1.0,
+    wire_subagents: bool = False,
 ) -> FastAPI:
     """Build the app. ``store`` wins over ``db_path``; the default database is
     ``./.lovia/<agent>.db`` (``./.lovia/lovia.db`` for several agents).
 
     ``approval_timeout`` (seconds, ``None`` waits forever) denies a gated call nobody
     answered; ``max_background_runs`` bounds live runs (one more gets 429).
+    ``scheduler_poll`` is the scheduler's pass interval (``None``: no scheduler loop);
+    ``wire_subagents`` runs default ``Subagents`` children as supervised runs.
     """
     agents = _agents(agent_or_agents)
     if store is None:
@@ -119,13 +125,16 @@ def create_app(
         max_turns=max_turns,
     )
     state = WebState(title=title, agents=agents, store=store, supervisor=supervisor)
+    background = Background(state, scheduler_poll=scheduler_poll)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await background.start()
         try:
             yield
         finally:
             try:
+                await background.aclose()
                 await supervisor.aclose()
             finally:
                 await store.aclose()
@@ -138,7 +147,10 @@ def create_app(
         redoc_url=None,
     )
     app.state.lovia = state
+    app.state.lovia_background = background
+    if wire_subagents:
+        subagents.wire_subagents(app)
     _install_error_handlers(app)
-    for module in (info, chat, sessions):
+    for module in (info, chat, sessions, schedules, memory):
         app.include_router(module.router)
     return app

@@ -43,12 +43,13 @@ from lovia.runner import RunInput, Runner
 from lovia.steering import Mailbox
 
 from .approvals import ApprovalRegistry
-from .errors import CapacityExceeded, NotFound
+from .errors import CapacityExceeded, NotFound, RunConflict
 from .eventlog import EventRecord, RunLog, done_record, error_record, records_of
 from .hub import EventHub
 
 if TYPE_CHECKING:
     from lovia.agent import Agent
+    from lovia.budget import RunBudget
     from lovia.runtime.result import RunHandle
 
     from .store.base import ChatStore
@@ -76,6 +77,10 @@ class LiveRun:
     """Whether this run continues an interrupted one from its checkpoint."""
     stop_reason: str | None = None
     """Why the supervisor stopped it: ``"cancel"`` (a client) or ``"shutdown"``."""
+    runner_agent: Agent[Any] | None = None
+    """A child run's own agent object (``start_child``), instead of ``agents[agent]``."""
+    max_turns: int | None = None
+    budget: RunBudget | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +200,40 @@ class RunSupervisor:
         agent = meta.agent if meta.agent in self.agents else next(iter(self.agents))
         return await self._launch(session_id, agent, [], title=meta.title, resume_run=run_id)
 
+    async def start_child(
+        self,
+        agent: Agent[Any],
+        message: str,
+        *,
+        session_id: str,
+        mailbox: Mailbox,
+        max_turns: int | None = None,
+        budget: RunBudget | None = None,
+    ) -> LiveRun:
+        """Start a clientless run of ``agent`` (which need not be a served one: a subagent
+        child) in ``session_id``, a session the caller created; ``mailbox`` is the run's own.
+
+        Raises ``RunConflict`` when the session has a live run and ``CapacityExceeded``
+        when every slot is taken. A child's leftover messages do not chain a next run.
+        """
+        if session_id in self._live:
+            raise RunConflict(f"session {session_id!r} already has a live run")
+        if self._closing or len(self._live) >= self.max_background_runs:
+            raise CapacityExceeded(
+                f"all {self.max_background_runs} background-run slots are busy",
+                hint="retry when a run has finished",
+            )
+        return await self._launch(
+            session_id,
+            agent.name,
+            message,
+            title="",
+            runner_agent=agent,
+            mailbox=mailbox,
+            max_turns=max_turns,
+            budget=budget,
+        )
+
     async def _launch(
         self,
         session_id: str,
@@ -203,9 +242,10 @@ class RunSupervisor:
         *,
         title: str,
         resume_run: str | None = None,
+        **child: Any,
     ) -> LiveRun:
         # Reserve the slot before the first await, so a concurrent start attaches to it.
-        run = LiveRun(run_id=resume_run or uuid4().hex, session_id=session_id, agent=agent)
+        run = LiveRun(run_id=resume_run or uuid4().hex, session_id=session_id, agent=agent, **child)
         run.resumed = resume_run is not None
         self._live[session_id] = run
         self.hub.open(run.run_id)
@@ -231,7 +271,7 @@ class RunSupervisor:
             last_seq = await self.store.last_seq(run.run_id)
             run.log = RunLog(run.run_id, run.session_id, self.store, self.hub, last_seq=last_seq)
             handle = Runner.stream(
-                self.agents[run.agent],
+                run.runner_agent or self.agents[run.agent],
                 input,
                 session=self.store.session,
                 session_id=run.session_id,
@@ -242,7 +282,8 @@ class RunSupervisor:
                     delete_on_success=True,
                 ),
                 mailbox=run.mailbox,
-                max_turns=self.max_turns,
+                max_turns=run.max_turns or self.max_turns,
+                budget=run.budget,
             )
             run.handle = handle
             if run.stop_reason is not None:  # stopped while it was being set up
@@ -287,7 +328,8 @@ class RunSupervisor:
             if self._live.get(run.session_id) is run:
                 del self._live[run.session_id]
             try:
-                if status == "completed" and run.stop_reason is None and len(run.mailbox):
+                chains = run.runner_agent is None and run.stop_reason is None
+                if status == "completed" and chains and len(run.mailbox):
                     chained = await self._chain(run)
                     if chained is not None:
                         terminal[-1][1]["next_run_id"] = chained.run_id
