@@ -13,6 +13,7 @@ import lovia.session
 import lovia.stores
 import lovia.stores.memory
 import lovia.stores.postgres
+import lovia.stores.sql
 import lovia.stores.sqlite
 import pytest
 from lovia.checkpointer import Checkpointer
@@ -99,6 +100,7 @@ def test_postgres_stores_without_psycopg_name_the_extra(monkeypatch: pytest.Monk
         lovia.stores.memory,
         lovia.stores.sqlite,
         lovia.stores.postgres,
+        lovia.stores.sql,
     ],
     ids=lambda m: m.__name__,
 )

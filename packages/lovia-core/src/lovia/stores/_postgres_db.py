@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -75,10 +75,20 @@ def quote_ident(name: str) -> str:
 
 
 class PostgresDatabase:
-    """A pool (owned or borrowed), the schema, the statements, and the lease connection."""
+    """A pool (owned or borrowed), the schema, the statements, and the lease connection.
+
+    ``migrate(sql)``, when given, is a script run once per instance right after the stores'
+    tables are created, in the same transaction and under the same advisory lock (so two
+    processes starting at once migrate one after the other).
+    """
 
     def __init__(
-        self, dsn_or_pool: str | AsyncConnectionPool[Any], *, schema: str | None, max_size: int
+        self,
+        dsn_or_pool: str | AsyncConnectionPool[Any],
+        *,
+        schema: str | None,
+        max_size: int,
+        migrate: Callable[[Statements], Script[None]] | None = None,
     ) -> None:
         try:
             import psycopg  # noqa: F401 - fail at construction, not on the first query
@@ -94,7 +104,10 @@ class PostgresDatabase:
             )
         self.schema = schema
         self._prefix = "" if schema is None else quote_ident(schema) + "."
-        self.sql = Statements(prefix=self._prefix, placeholder="%s", for_update=" FOR UPDATE")
+        self.sql = Statements(
+            prefix=self._prefix, placeholder="%s", for_update=" FOR UPDATE", dialect="postgresql"
+        )
+        self._migrate = migrate
         if isinstance(dsn_or_pool, str):
             self._pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
                 dsn_or_pool,
@@ -133,15 +146,7 @@ class PostgresDatabase:
         """Run ``script`` (our own SQL) in one transaction on a pooled connection."""
         await self._ensure_ready()
         async with translated(), self._pool.connection() as conn, conn.transaction():
-            try:
-                query = next(script)
-                while True:
-                    cur = await conn.execute(*query)
-                    rows = await cur.fetchall() if cur.description is not None else []
-                    query = script.send(Result(cur.rowcount, rows))
-            except StopIteration as done:
-                value: T = done.value
-                return value
+            return await _drive(conn, script)
 
     async def lease_connection(self) -> AsyncConnection[Any]:
         """The connection every lease of this store is held on, (re)opened when needed."""
@@ -188,6 +193,8 @@ class PostgresDatabase:
                     await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(self.schema)}")
                 for statement in _schema_sql(self._prefix):
                     await conn.execute(statement)
+                if self._migrate is not None:
+                    await _drive(conn, self._migrate(self.sql))
             self._ready = True
 
 
@@ -224,6 +231,19 @@ class AdvisoryLocks:
             return  # the server dropped its locks with it
         async with translated():
             await conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (name,))
+
+
+async def _drive(conn: AsyncConnection[Any], script: Script[T]) -> T:
+    """Run each statement ``script`` yields on ``conn`` and send it the result."""
+    try:
+        query = next(script)
+        while True:
+            cur = await conn.execute(*query)
+            rows = await cur.fetchall() if cur.description is not None else []
+            query = script.send(Result(cur.rowcount, rows))
+    except StopIteration as done:
+        value: T = done.value
+        return value
 
 
 async def _resolved(value: Any) -> Any:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
+from typing import Any, ClassVar, Literal, NamedTuple, Protocol, TypeVar
 
 from ..checkpointer import RunHead, RunSnapshot
 from ..session import Segment
@@ -38,6 +38,9 @@ class Result(NamedTuple):
     rows: list[Any]
 
 
+Dialect = Literal["sqlite", "postgresql"]
+"""The SQL dialects the stores speak."""
+
 Query = tuple[str, tuple[Any, ...]]
 Script = Generator[Query, Result, T]
 """One transaction's statements: yields each query, is sent its result, returns a value."""
@@ -51,9 +54,19 @@ def statement(sql: str, *params: Any) -> Script[None]:
 class Statements:
     """The stores' SQL in one dialect and schema."""
 
-    def __init__(self, *, prefix: str = "", placeholder: str = "?", for_update: str = "") -> None:
-        def sql(text: str) -> str:
-            return text.replace("{t}", prefix).replace("?", placeholder)
+    def __init__(
+        self,
+        *,
+        prefix: str = "",
+        placeholder: str = "?",
+        for_update: str = "",
+        dialect: Dialect = "sqlite",
+    ) -> None:
+        self.prefix = prefix
+        self.placeholder = placeholder
+        self.for_update = for_update
+        self.dialect: Dialect = dialect
+        sql = self.render
 
         runs = "SELECT id, run_id, entries, meta, version FROM {t}session_runs"
         self.select_runs = sql(runs + " WHERE session_id = ? ORDER BY id")
@@ -87,6 +100,10 @@ class Statements:
         )
         self.delete_turns = sql("DELETE FROM {t}snapshot_turns WHERE run_id = ?")
         self.delete_head = sql("DELETE FROM {t}snapshot_heads WHERE run_id = ?")
+
+    def render(self, text: str) -> str:
+        """``text`` (``{t}`` before each table, ``?`` placeholders) in this dialect and schema."""
+        return text.replace("{t}", self.prefix).replace("?", self.placeholder)
 
 
 class Database(Protocol):

@@ -26,6 +26,7 @@ import socket
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 from uuid import uuid4
@@ -78,13 +79,25 @@ _SCHEMA = (
 
 
 class SQLiteDatabase:
-    """A lazily opened SQLite connection with write/read transaction helpers."""
+    """A lazily opened SQLite connection with write/read transaction helpers.
+
+    ``migrate(sql)``, when given, is a script run once per connection right after the
+    stores' tables are created, in the same ``BEGIN IMMEDIATE`` transaction (so two
+    processes opening one file migrate it one after the other).
+    """
 
     sql = Statements()
 
-    def __init__(self, path: str | os.PathLike[str], *, wal: bool) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        wal: bool,
+        migrate: Callable[[Statements], Script[None]] | None = None,
+    ) -> None:
         self.path = str(path) if str(path) == ":memory:" else str(Path(path))
         self.wal = wal
+        self._migrate = migrate
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -140,7 +153,13 @@ class SQLiteDatabase:
                 hint="aclose() ends a store for good; build a new one to use the file again",
             )
         if self._conn is None:
-            self._conn = open_sqlite(self.path, wal=self.wal, schema=_SCHEMA)
+            migrate = self._migrate
+            self._conn = open_sqlite(
+                self.path,
+                wal=self.wal,
+                schema=_SCHEMA,
+                setup=None if migrate is None else lambda conn: _drive(conn, migrate(self.sql)),
+            )
         return self._conn
 
 

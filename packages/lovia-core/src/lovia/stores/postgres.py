@@ -24,7 +24,7 @@ from ._url import unknown_param
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["PostgresCheckpointer", "PostgresSession", "from_url"]
+__all__ = ["PostgresCheckpointer", "PostgresSession", "from_url", "parse_url"]
 
 
 class _PostgresStore(SQLStore):
@@ -63,6 +63,15 @@ def from_url(url: str, *, kind: Literal["session", "checkpointer"]) -> Session |
     """A PostgreSQL store from ``postgresql://user@host/db?schema=name`` (the ``lovia.stores``
     entry point); ``schema`` is lovia's, libpq's connection parameters go to libpq, and any
     other parameter is a ``UserError``."""
+    dsn, schema = parse_url(url)
+    if kind == "session":
+        return PostgresSession(dsn, schema=schema)
+    return PostgresCheckpointer(dsn, schema=schema)
+
+
+def parse_url(url: str) -> tuple[str, str | None]:
+    """A ``postgresql://`` URL split into the DSN libpq gets and lovia's ``schema``
+    parameter (``None`` when absent); ``UserError`` for a parameter neither knows."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     libpq = _libpq_keywords()
@@ -76,9 +85,7 @@ def from_url(url: str, *, kind: Literal["session", "checkpointer"]) -> Session |
             )
     schema = next((v for k, v in reversed(query) if k == "schema"), None) or None
     dsn = urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k != "schema"])))
-    if kind == "session":
-        return PostgresSession(dsn, schema=schema)
-    return PostgresCheckpointer(dsn, schema=schema)
+    return dsn, schema
 
 
 def _libpq_keywords() -> frozenset[str]:

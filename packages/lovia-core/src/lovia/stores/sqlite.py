@@ -29,7 +29,7 @@ from ._sql import SQLCheckpointer, SQLSession, SQLStore
 from ._sqlite_db import LeaseRows, SQLiteDatabase
 from ._url import query_params
 
-__all__ = ["SQLiteCheckpointer", "SQLiteSession", "from_url"]
+__all__ = ["SQLiteCheckpointer", "SQLiteSession", "from_url", "parse_url"]
 
 
 class _SQLiteStore(SQLStore):
@@ -72,6 +72,16 @@ def from_url(url: str, *, kind: Literal["session", "checkpointer"]) -> Session |
     """An SQLite store from ``sqlite:///abs/path.db``, ``sqlite://rel/path.db`` or
     ``sqlite://:memory:``; ``?wal=1`` turns on WAL (the ``lovia.stores`` entry point).
     ``UserError`` for any other query parameter."""
+    path, wal = parse_url(url)
+    if kind == "session":
+        return SQLiteSession(path, wal=bool(wal))
+    return SQLiteCheckpointer(path, wal=bool(wal))
+
+
+def parse_url(url: str) -> tuple[str, bool | None]:
+    """The database path of an ``sqlite://`` URL and its ``wal`` parameter (``None`` when
+    the URL does not set it); ``UserError`` for a URL without a path or with any other
+    query parameter."""
     parts = urlsplit(url)
     params = query_params(url, parts.query, valid=("wal",))
     path = unquote(parts.netloc + parts.path)
@@ -82,7 +92,6 @@ def from_url(url: str, *, kind: Literal["session", "checkpointer"]) -> Session |
         )
     if path == "/:memory:":
         path = ":memory:"
-    wal = params.get("wal", "0").lower() in ("1", "true", "yes", "on")
-    if kind == "session":
-        return SQLiteSession(path, wal=wal)
-    return SQLiteCheckpointer(path, wal=wal)
+    if "wal" not in params:
+        return path, None
+    return path, params["wal"].lower() in ("1", "true", "yes", "on")

@@ -17,9 +17,12 @@ _EXPORTS: dict[str, str] = {
     "EventRecord": "lovia.web.eventlog",
     "EventRetention": "lovia.web.eventlog",
     "NotFound": "lovia.web.errors",
+    "PostgresChatStore": "lovia.web.store.postgres",
     "RunConflict": "lovia.web.errors",
+    "RunRecord": "lovia.web.store.base",
     "RunSupervisor": "lovia.web.supervisor",
     "SQLiteChatStore": "lovia.web.store.sqlite",
+    "ScheduleRow": "lovia.web.store.base",
     "WebError": "lovia.web.errors",
     "create_app": "lovia.web.app",
 }
@@ -52,5 +55,8 @@ if TYPE_CHECKING:
     from lovia.web.hub import EventHub as EventHub
     from lovia.web.store.base import ChatMeta as ChatMeta
     from lovia.web.store.base import ChatStore as ChatStore
+    from lovia.web.store.base import RunRecord as RunRecord
+    from lovia.web.store.base import ScheduleRow as ScheduleRow
+    from lovia.web.store.postgres import PostgresChatStore as PostgresChatStore
     from lovia.web.store.sqlite import SQLiteChatStore as SQLiteChatStore
     from lovia.web.supervisor import RunSupervisor as RunSupervisor

@@ -116,7 +116,7 @@ def create_app(
         if db_path is None:
             name = next(iter(agents)) if len(agents) == 1 else "lovia"
             db_path = Path(".lovia") / f"{name}.db"
-        store = ChatStore.sqlite(str(db_path))
+        store = ChatStore.from_url(str(db_path))  # a file path or a postgresql:// URL
     supervisor = RunSupervisor(
         agents,
         store,
