@@ -188,11 +188,9 @@ async def schedule_runs(schedule_id: str, state: State, services: Services) -> S
     """The schedule's recent fires, newest first, with their run records' outcome."""
     schedule = await services.scheduler.schedules.get(schedule_id)
     records = {}
-    list_runs = getattr(state.store, "list_runs", None)
-    if list_runs is not None:
-        for session_id in {f.session_id for f in schedule.recent}:
-            for record in await list_runs(session_id=session_id, limit=200):
-                records[record.run_id] = record
+    for session_id in {f.session_id for f in schedule.recent}:
+        for record in await state.store.list_runs(session_id=session_id, limit=200):
+            records[record.run_id] = record
     runs = []
     for fire in reversed(schedule.recent):
         record = records.get(fire.run_id)
