@@ -716,20 +716,6 @@ class Fired:
     attached: bool
 
 
-async def _start(
-    supervisor: RunSupervisor, message: str, *, session_id: str, agent: str
-) -> tuple[str, bool]:
-    """A clientless run of ``message`` in the session (or the message joins its live run);
-    returns the run id and whether it attached."""
-    import inspect
-
-    options: dict[str, Any] = {"session_id": session_id, "agent": agent}
-    if "source" in inspect.signature(supervisor.start).parameters:
-        options["source"] = "schedule"
-    started = await supervisor.start(message, **options)
-    return started.run.run_id, started.attached
-
-
 class Scheduler:
     """Fires due schedules through ``supervisor``; ``tick()`` is one pass, ``start()`` runs
     passes every ``poll`` seconds until ``aclose()``."""
@@ -912,9 +898,10 @@ class Scheduler:
 
     async def _launch(self, s: Schedule, target: str | None) -> Fired:
         session_id = target or uuid4().hex
-        run_id, attached = await _start(
-            self.supervisor, s.fire_input(), session_id=session_id, agent=s.agent
+        started = await self.supervisor.start(
+            s.fire_input(), session_id=session_id, agent=s.agent, source="schedule"
         )
+        run_id, attached = started.run.run_id, started.attached
         if s.spec.continue_session and s.session_id is None:
             await self._record(s.id, lambda c: replace(c, session_id=session_id))
         return Fired(s.id, run_id, session_id, attached)

@@ -55,7 +55,7 @@ async def subagent_deliver(supervisor: RunSupervisor, report: SubagentReport) ->
         supervisor.inject(session_id, message)
         return "injected"
     try:
-        started = await supervisor.start(message, session_id=session_id)
+        started = await supervisor.start(message, session_id=session_id, source="subagent")
     except CapacityExceeded:
         # No slot to react now: keep the report in the chat, where its next run reads it.
         await store.session.append(session_id, [InputEntry(role="user", content=message)])
@@ -110,12 +110,7 @@ class SupervisedSubagents:
         )
         try:
             run = await supervisor.start_child(
-                spec.agent,
-                spec.prompt,
-                session_id=session_id,
-                mailbox=spec.mailbox,
-                max_turns=spec.max_turns,
-                budget=spec.budget,
+                spec.agent, spec.prompt, session_id=session_id, mailbox=spec.mailbox
             )
         except BaseException:
             await supervisor.store.delete_session(session_id)  # nothing ran: no stray chat

@@ -49,7 +49,6 @@ from .hub import EventHub
 
 if TYPE_CHECKING:
     from lovia.agent import Agent
-    from lovia.budget import RunBudget
     from lovia.runtime.result import RunHandle
 
     from .store.base import ChatStore
@@ -77,10 +76,10 @@ class LiveRun:
     """Whether this run continues an interrupted one from its checkpoint."""
     stop_reason: str | None = None
     """Why the supervisor stopped it: ``"cancel"`` (a client) or ``"shutdown"``."""
+    source: str = "chat"
+    """What started it: ``"chat"``, or a caller's own tag (``"schedule"``, ``"subagent"``)."""
     runner_agent: Agent[Any] | None = None
-    """A child run's own agent object (``start_child``), instead of ``agents[agent]``."""
-    max_turns: int | None = None
-    budget: RunBudget | None = None
+    """A child run's own agent object (``start_child``), run instead of ``agents[agent]``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +142,12 @@ class RunSupervisor:
     # -- start -----------------------------------------------------------------------------
 
     async def start(
-        self, message: str, *, session_id: str | None = None, agent: str | None = None
+        self,
+        message: str,
+        *,
+        session_id: str | None = None,
+        agent: str | None = None,
+        source: str = "chat",
     ) -> StartedRun:
         """Start a run of ``message`` in the session, or attach it to the session's live run.
 
@@ -173,6 +177,7 @@ class RunSupervisor:
         run = await self._launch(
             session_id or uuid4().hex, name, message, title=_provisional_title(message)
         )
+        run.source = source
         return StartedRun(run, attached=False)
 
     async def resume(self, session_id: str) -> LiveRun | None:
@@ -200,40 +205,6 @@ class RunSupervisor:
         agent = meta.agent if meta.agent in self.agents else next(iter(self.agents))
         return await self._launch(session_id, agent, [], title=meta.title, resume_run=run_id)
 
-    async def start_child(
-        self,
-        agent: Agent[Any],
-        message: str,
-        *,
-        session_id: str,
-        mailbox: Mailbox,
-        max_turns: int | None = None,
-        budget: RunBudget | None = None,
-    ) -> LiveRun:
-        """Start a clientless run of ``agent`` (which need not be a served one: a subagent
-        child) in ``session_id``, a session the caller created; ``mailbox`` is the run's own.
-
-        Raises ``RunConflict`` when the session has a live run and ``CapacityExceeded``
-        when every slot is taken. A child's leftover messages do not chain a next run.
-        """
-        if session_id in self._live:
-            raise RunConflict(f"session {session_id!r} already has a live run")
-        if self._closing or len(self._live) >= self.max_background_runs:
-            raise CapacityExceeded(
-                f"all {self.max_background_runs} background-run slots are busy",
-                hint="retry when a run has finished",
-            )
-        return await self._launch(
-            session_id,
-            agent.name,
-            message,
-            title="",
-            runner_agent=agent,
-            mailbox=mailbox,
-            max_turns=max_turns,
-            budget=budget,
-        )
-
     async def _launch(
         self,
         session_id: str,
@@ -242,10 +213,9 @@ class RunSupervisor:
         *,
         title: str,
         resume_run: str | None = None,
-        **child: Any,
     ) -> LiveRun:
         # Reserve the slot before the first await, so a concurrent start attaches to it.
-        run = LiveRun(run_id=resume_run or uuid4().hex, session_id=session_id, agent=agent, **child)
+        run = LiveRun(run_id=resume_run or uuid4().hex, session_id=session_id, agent=agent)
         run.resumed = resume_run is not None
         self._live[session_id] = run
         self.hub.open(run.run_id)
@@ -282,8 +252,7 @@ class RunSupervisor:
                     delete_on_success=True,
                 ),
                 mailbox=run.mailbox,
-                max_turns=run.max_turns or self.max_turns,
-                budget=run.budget,
+                max_turns=self.max_turns,
             )
             run.handle = handle
             if run.stop_reason is not None:  # stopped while it was being set up
@@ -328,7 +297,7 @@ class RunSupervisor:
             if self._live.get(run.session_id) is run:
                 del self._live[run.session_id]
             try:
-                chains = run.runner_agent is None and run.stop_reason is None
+                chains = run.stop_reason is None and run.runner_agent is None  # not a child
                 if status == "completed" and chains and len(run.mailbox):
                     chained = await self._chain(run)
                     if chained is not None:
@@ -439,3 +408,28 @@ class RunSupervisor:
             task.cancel()
         if stragglers:
             await asyncio.wait(stragglers)
+
+    # -- subagent children -----------------------------------------------------------------
+
+    async def start_child(
+        self, agent: Agent[Any], message: str, *, session_id: str, mailbox: Mailbox
+    ) -> LiveRun:
+        """Start a clientless run (source ``"subagent"``) of ``agent``, which need not be a
+        served one, in ``session_id`` (a task session the caller created), with the child's
+        own ``mailbox``. A child's leftover messages chain no next run.
+
+        Raises ``RunConflict`` when the session has a live run and ``CapacityExceeded`` when
+        every slot is taken.
+        """
+        if session_id in self._live:
+            raise RunConflict(f"session {session_id!r} already has a live run")
+        if self._closing or len(self._live) >= self.max_background_runs:
+            raise CapacityExceeded(
+                f"all {self.max_background_runs} background-run slots are busy",
+                hint="retry when a run has finished",
+            )
+        run = await self._launch(session_id, agent.name, message, title="")
+        # ``_launch`` returns right after creating the run's task, which has not started yet:
+        # these fields are in place before ``_drive`` reads them.
+        run.runner_agent, run.mailbox, run.source = agent, mailbox, "subagent"
+        return run

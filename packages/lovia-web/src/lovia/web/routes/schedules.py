@@ -12,6 +12,7 @@ from ..deps import State, WebState
 from ..errors import NotFound
 from ..models import SESSION_ID_PATTERN, error_responses
 from ..scheduling import Schedule, SchedulePatch, ScheduleSpec
+from ..store.base import RunRecord
 
 __all__ = [
     "ScheduleCreate",
@@ -187,23 +188,23 @@ async def run_schedule(schedule_id: str, services: Services) -> ScheduleFire:
 async def schedule_runs(schedule_id: str, state: State, services: Services) -> ScheduleRuns:
     """The schedule's recent fires, newest first, with their run records' outcome."""
     schedule = await services.scheduler.schedules.get(schedule_id)
-    records = {}
+    records: dict[str, RunRecord] = {}
     for session_id in {f.session_id for f in schedule.recent}:
         for record in await state.store.list_runs(session_id=session_id, limit=200):
             records[record.run_id] = record
     runs = []
     for fire in reversed(schedule.recent):
-        record = records.get(fire.run_id)
+        found = records.get(fire.run_id)
         runs.append(
             ScheduleRunInfo(
                 run_id=fire.run_id,
                 session_id=fire.session_id,
                 fired_at=fire.at,
                 attached=fire.attached,
-                status=record.status if record else None,
-                started_at=record.started_at if record else None,
-                ended_at=record.ended_at if record else None,
-                error=record.error if record else None,
+                status=found.status if found else None,
+                started_at=found.started_at if found else None,
+                ended_at=found.ended_at if found else None,
+                error=found.error if found else None,
             )
         )
     return ScheduleRuns(runs=runs)
