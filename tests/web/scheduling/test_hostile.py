@@ -119,3 +119,42 @@ async def test_two_apps_on_one_file_race_their_loops(tmp_path: Path) -> None:
     finally:
         for lifespan in lifespans:
             await lifespan.__aexit__(None, None, None)
+
+
+async def test_a_row_edited_into_nonsense_is_deactivated_not_fatal(make_rig: Any) -> None:
+    from lovia.web.store.base import ScheduleRow
+
+    rig = await make_rig(scripted_agent(text("fine")))
+    good = await rig.create(trigger_kind="at", trigger_expr=str(START + 60))
+    bad = ScheduleRow(
+        "sch_bad", "helper", None, {"trigger_kind": "cron", "trigger_expr": "?"}, next_fire_at=START
+    )
+    await rig.store.save_schedule(bad)
+    rig.clock.advance(61)
+    report = await rig.scheduler.tick()
+    assert report.outcomes == {"failed": ["sch_bad"], "started": [good.id]}
+    assert (await rig.store.get_schedule("sch_bad")).active is False
+    await rig.settle()
+
+
+async def test_a_fire_a_crash_interrupted_does_not_block_the_next(make_rig: Any) -> None:
+    from lovia.web.store.base import RunRecord
+
+    rig = await make_rig(scripted_agent(text("a"), text("b")))
+    s = await rig.create(trigger_kind="every", trigger_expr="1m")
+    rig.clock.advance(61)
+    await rig.scheduler.tick()
+    await rig.settle()
+    previous = (await rig.get(s.id)).last_session_id
+    # The previous fire's session still points at a run: another process runs it...
+    await rig.store.set_active_run(previous, "elsewhere")
+    await rig.store.record_run_started(
+        RunRecord("elsewhere", previous, "helper", "schedule", started_at=START)
+    )
+    rig.clock.advance(60)
+    assert (await rig.scheduler.tick()).outcomes == {"skipped": [s.id]}
+    # ... until a restart sweeps it: an interrupted run no longer holds the schedule back.
+    await rig.store.sweep_stale_runs()
+    rig.clock.advance(60)
+    assert (await rig.scheduler.tick()).outcomes == {"started": [s.id]}
+    await rig.settle()

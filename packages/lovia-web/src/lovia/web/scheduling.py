@@ -72,6 +72,8 @@ AT_GRACE_SECONDS = 60.0
 MAX_INSTRUCTION_CHARS = 20_000
 MAX_UNTIL_CHARS = 1_000
 MAX_FIRES_LIMIT = 1_000_000
+_LISTED = 50
+"""How many schedules ``list_schedules`` shows the model."""
 _RECENT_FIRES = 50
 """How many recent fires a schedule remembers (for ``GET /api/schedules/{id}/runs``)."""
 
@@ -642,7 +644,10 @@ class Scheduling:
             schedules = await service.list(agent=agent)
             if not schedules:
                 return "No schedules."
-            return "\n".join(_describe(s) for s in schedules)
+            lines = [_describe(s) for s in schedules[:_LISTED]]
+            if len(schedules) > _LISTED:
+                lines.append(f"... and {len(schedules) - _LISTED} more.")
+            return "\n".join(lines)
 
         async def cancel_schedule(args: dict[str, Any], ctx: RunContext[Any]) -> str:
             schedule_id, reason = args.get("schedule_id"), args.get("reason", "")
@@ -787,7 +792,17 @@ class Scheduler:
         report = TickReport()
         now = self.now()
         for row in await self.store.due_schedules(now, limit=self.batch):
-            schedule = Schedule.from_row(row)
+            try:
+                schedule = Schedule.from_row(row)
+                schedule.trigger  # noqa: B018 - a row edited into nonsense stops here
+            except Exception:
+                logger.exception("schedule %s is unreadable; deactivating it", row.id)
+                assert row.next_fire_at is not None
+                await self.store.claim_fire(
+                    row.id, expected_next=row.next_fire_at, next_fire_at=None, active=False
+                )
+                report.add("failed", row.id)
+                continue
             try:
                 outcome = await self._fire_due(schedule, now)
             except Exception:
@@ -887,14 +902,18 @@ class Scheduler:
         return "attached" if fired.attached else "started"
 
     async def _fire_live(self, s: Schedule) -> bool:
-        """Whether the previous fresh-session fire is still running (here or elsewhere)."""
+        """Whether the previous fresh-session fire is still running, here or in another
+        process (its run record says "running"; one a crash interrupted does not count)."""
         previous = s.last_session_id
         if previous is None:
             return False
         if self.supervisor.live(previous) is not None:
             return True
         meta = await self.store.get_session(previous)
-        return meta is not None and meta.active_run_id is not None
+        if meta is None or meta.active_run_id is None:
+            return False
+        records = await self.store.list_runs(session_id=previous, limit=5)
+        return any(r.run_id == meta.active_run_id and r.status == "running" for r in records)
 
     async def _launch(self, s: Schedule, target: str | None) -> Fired:
         session_id = target or uuid4().hex
