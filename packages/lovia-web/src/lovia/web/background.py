@@ -25,7 +25,13 @@ if TYPE_CHECKING:
     from .deps import WebState
     from .subagents import SupervisedSubagents
 
-__all__ = ["MEMORY_DRAIN_SECONDS", "Background", "Services", "find_memory", "get_background"]
+__all__ = [
+    "Background",
+    "MEMORY_DRAIN_SECONDS",
+    "Services",
+    "find_memory",
+    "get_background",
+]
 
 logger = logging.getLogger(__name__)
 

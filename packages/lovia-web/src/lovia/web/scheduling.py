@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FireOutcome",
+    "FireRecord",
+    "Fired",
     "Schedule",
     "SchedulePatch",
     "ScheduleSpec",
@@ -57,6 +59,7 @@ __all__ = [
     "Trigger",
     "parse_instant",
     "parse_trigger",
+    "validate_spec",
 ]
 
 logger = logging.getLogger(__name__)

@@ -20,7 +20,15 @@ from ..models import error_responses
 if TYPE_CHECKING:
     from lovia.plugins.memory import Memory
 
-__all__ = ["DreamResult", "MemoryNotes", "MemoryUpdate", "router"]
+__all__ = [
+    "DreamResult",
+    "MemoryNotes",
+    "MemoryUpdate",
+    "dream",
+    "get_memory",
+    "put_memory",
+    "router",
+]
 
 router = APIRouter(prefix="/api/memory")
 

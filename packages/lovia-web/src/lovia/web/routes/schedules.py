@@ -21,7 +21,14 @@ __all__ = [
     "ScheduleList",
     "ScheduleRunInfo",
     "ScheduleRuns",
+    "create_schedule",
+    "delete_schedule",
+    "get_schedule",
+    "list_schedules",
+    "patch_schedule",
     "router",
+    "run_schedule",
+    "schedule_runs",
 ]
 
 router = APIRouter(prefix="/api/schedules")
