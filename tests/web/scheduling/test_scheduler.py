@@ -232,3 +232,29 @@ async def test_schedule_run_needs_approval_and_remembers_the_chat(make_rig: Any)
     assert "every '2h'" in outputs[2]
     (only,) = await rig.schedules.list()
     assert only.session_id == "c9" and only.agent == "helper" and only.spec.max_fires == 3
+
+
+async def test_a_continue_session_schedule_finishes_when_its_chat_is_deleted(
+    make_rig: Any,
+) -> None:
+    rig = await make_rig(texts(1))
+    await rig.store.create_session("chat2", agent="helper", title="mine")
+    s = await rig.create(
+        trigger_kind="every", trigger_expr="1m", continue_session=True, session_id="chat2"
+    )
+    await rig.store.delete_session("chat2")
+    rig.clock.advance(61)
+    assert (await rig.scheduler.tick()).outcomes == {"failed": [s.id]}
+    after = await rig.get(s.id)
+    assert (after.status, after.finished_reason) == ("finished", "its session was deleted")
+    assert await rig.store.get_session("chat2") is None  # not brought back
+
+
+def test_a_non_positive_poll_is_refused(tmp_path: Any) -> None:
+    import pytest
+    from lovia.exceptions import UserError
+    from lovia.web import create_app
+
+    for poll in (0, -1.0):
+        with pytest.raises(UserError, match="scheduler_poll"):
+            create_app(texts(0), db_path=tmp_path / "x.db", scheduler_poll=poll)

@@ -220,3 +220,32 @@ async def test_delivery_to_a_gone_session_is_dropped_and_a_full_server_keeps_it(
         gate.open()
     finally:
         await lifespan.__aexit__(None, None, None)
+
+
+async def test_shutdown_cancels_children_and_leaves_no_resumable_task_session(
+    tmp_path: Path,
+) -> None:
+    child_gate = Gate("child_gate")
+    worker = Agent(
+        name="worker",
+        model=ScriptedProvider([call("child_gate"), text("x")]),
+        tools=[child_gate.tool],
+    )
+    lead_model = ScriptedProvider([call("spawn_subagent", {"prompt": "slow"}), text("later")])
+    lead = Agent(name="lead", model=lead_model, plugins=[Subagents([worker])])
+    app = create_app(lead, db_path=tmp_path / "c.db", wire_subagents=True, scheduler_poll=None)
+    lifespan = await started(app)
+    store = app.state.lovia.store
+    await app.state.lovia.supervisor.start("go", session_id="parent")
+    await asyncio.wait_for(child_gate.entered.wait(), 10)
+    (child,) = [r for r in app.state.lovia.supervisor.live_runs() if r.session_id != "parent"]
+    await lifespan.__aexit__(None, None, None)
+    reopened = create_app(lead, db_path=tmp_path / "c.db", scheduler_poll=None)
+    lifespan = await started(reopened)
+    try:
+        meta = await reopened.state.lovia.store.get_session(child.session_id)
+        assert meta is not None and meta.active_run_id is None  # cancelled, not interrupted
+        assert await reopened.state.lovia.store.checkpointer.load(child.run_id) is None
+    finally:
+        await lifespan.__aexit__(None, None, None)
+    del store

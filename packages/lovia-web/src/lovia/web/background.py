@@ -58,7 +58,9 @@ class Background:
     def __init__(self, state: WebState, *, scheduler_poll: float | None = 1.0) -> None:
         self.state = state
         self.scheduler = Scheduler(
-            state.store, state.supervisor, poll=scheduler_poll if scheduler_poll else 1.0
+            state.store,
+            state.supervisor,
+            poll=scheduler_poll if scheduler_poll is not None else 1.0,
         )
         self.scheduler_poll = scheduler_poll
         self.subagents: SupervisedSubagents | None = None

@@ -878,7 +878,7 @@ class Scheduler:
                 s.id, lambda c: replace(c, skipped=c.skipped + 1, finished_reason=finished)
             )
             return "skipped"
-        if target is not None and await self.store.get_session(target) is None and s.fires:
+        if target is not None and await self.store.get_session(target) is None:
             return "failed" if await self._finish(s, "its session was deleted") else "lost"
         joins_live = target is not None and self.supervisor.live(target) is not None
         if not joins_live and self._full():

@@ -26,7 +26,7 @@ from uuid import uuid4
 from lovia.exceptions import LoviaError
 from lovia.transcript import InputEntry
 
-from .errors import CapacityExceeded
+from .errors import CapacityExceeded, RunConflict
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -56,8 +56,9 @@ async def subagent_deliver(supervisor: RunSupervisor, report: SubagentReport) ->
         return "injected"
     try:
         started = await supervisor.start(message, session_id=session_id, source="subagent")
-    except CapacityExceeded:
-        # No slot to react now: keep the report in the chat, where its next run reads it.
+    except (CapacityExceeded, RunConflict):
+        # No slot (or a blocking chat holds the session): keep the report in the chat, where
+        # its next run reads it.
         await store.session.append(session_id, [InputEntry(role="user", content=message)])
         return "stored"
     return "injected" if started.attached else "started"
