@@ -258,3 +258,23 @@ def test_a_non_positive_poll_is_refused(tmp_path: Any) -> None:
     for poll in (0, -1.0):
         with pytest.raises(UserError, match="scheduler_poll"):
             create_app(texts(0), db_path=tmp_path / "x.db", scheduler_poll=poll)
+
+
+async def test_a_skipped_slot_does_not_count_toward_max_fires(make_rig: Any) -> None:
+    gate = Gate()
+    agent = scripted_agent(call("wait_gate"), text("one"), text("two"), tools=[gate.tool])
+    rig = await make_rig(agent)
+    s = await rig.create(trigger_kind="every", trigger_expr="1m", max_fires=2)
+    rig.clock.advance(61)
+    assert (await rig.scheduler.tick()).count("started") == 1
+    await gate.entered.wait()
+    rig.clock.advance(60)
+    assert (await rig.scheduler.tick()).outcomes == {"skipped": [s.id]}
+    assert (await rig.get(s.id)).status == "active"  # one fire so far, one to go
+    gate.open()
+    await rig.settle()
+    rig.clock.advance(60)
+    assert (await rig.scheduler.tick()).count("started") == 1
+    await rig.settle()
+    after = await rig.get(s.id)
+    assert (after.fires, after.skipped, after.finished_reason) == (2, 1, "max_fires reached")

@@ -845,45 +845,41 @@ class Scheduler:
         following = trigger.following(s.next_fire_at, now)
         if following is not None and s.spec.expires_at is not None:
             following = following if following < s.spec.expires_at else None
-        last = following is None or (
-            s.spec.max_fires is not None and s.fires + 1 >= s.spec.max_fires
-        )
-        finished = (
-            None
-            if not last
-            else "fired"
-            if trigger.one_shot
-            else "max_fires reached"
-            if s.spec.max_fires is not None and s.fires + 1 >= s.spec.max_fires
-            else "expired"
-        )
-        next_fire_at = None if last else following
+
+        def after(fired: bool) -> tuple[float | None, bool, str | None]:
+            """(next_fire_at, active, finished_reason) once this slot is done; only a fire
+            that happened counts toward ``max_fires``."""
+            limit = s.spec.max_fires
+            if fired and limit is not None and s.fires + 1 >= limit:
+                return None, False, "max_fires reached"
+            if following is None:
+                reason = ("fired" if fired else "missed") if trigger.one_shot else "expired"
+                return None, False, reason
+            return following, True, None
+
+        async def advance(change: Callable[[Schedule], Schedule]) -> bool:
+            """Win the slot without firing it, then record ``change``."""
+            next_fire_at, active, reason = after(False)
+            if not await self._claim(s, next_fire_at, active):
+                return False
+            await self._record(s.id, lambda c: replace(change(c), finished_reason=reason))
+            return True
 
         if s.agent not in self.supervisor.agents:
-            if not await self._claim(s, next_fire_at, not last):
-                return "lost"
             error = f"agent {s.agent!r} is not served here"
-            await self._record(
-                s.id,
-                lambda c: replace(
-                    c, failures=c.failures + 1, last_error=error, finished_reason=finished
-                ),
-            )
-            return "failed"
+            failed = await advance(lambda c: replace(c, failures=c.failures + 1, last_error=error))
+            return "failed" if failed else "lost"
         target = s.session_id if s.spec.continue_session else None
         if not s.spec.continue_session and await self._fire_live(s):
-            if not await self._claim(s, next_fire_at, not last):
-                return "lost"
-            await self._record(
-                s.id, lambda c: replace(c, skipped=c.skipped + 1, finished_reason=finished)
-            )
-            return "skipped"
+            skipped = await advance(lambda c: replace(c, skipped=c.skipped + 1))
+            return "skipped" if skipped else "lost"
         if target is not None and await self.store.get_session(target) is None:
             return "failed" if await self._finish(s, "its session was deleted") else "lost"
         joins_live = target is not None and self.supervisor.live(target) is not None
         if not joins_live and self._full():
             return "deferred"  # still due: a later pass fires it
-        if not await self._claim(s, next_fire_at, not last):
+        next_fire_at, active, finished = after(True)
+        if not await self._claim(s, next_fire_at, active):
             return "lost"
         try:
             fired = await self._launch(s, target)
@@ -894,10 +890,16 @@ class Scheduler:
         except Exception as exc:
             logger.exception("schedule %s failed to start its run", s.id)
             error = f"{type(exc).__name__}: {exc}"
+            not_next, not_active, not_reason = after(False)
             await self._record(
                 s.id,
                 lambda c: replace(
-                    c, failures=c.failures + 1, last_error=error, finished_reason=finished
+                    c,
+                    failures=c.failures + 1,
+                    last_error=error,
+                    next_fire_at=not_next,
+                    active=not_active,
+                    finished_reason=not_reason,
                 ),
             )
             return "failed"
