@@ -18,6 +18,8 @@ from lovia.web.scheduling import Schedule, Scheduler, Schedules, ScheduleSpec
 from lovia.web.store.base import ChatStore
 from lovia.web.supervisor import RunSupervisor
 
+from ..store.conftest import pg_dsn, pg_dsn_or_none, pg_schema  # noqa: F401 - fixtures
+
 START = 1_796_000_000.0  # 2026-11-30, a fixed "now"
 
 
@@ -75,10 +77,11 @@ async def make_rig(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         capacity: int = 8,
         clock: Clock | None = None,
         db: Path | None = None,
+        store: ChatStore | None = None,
     ) -> Rig:
         if isinstance(agents, Agent):
             agents = {agents.name: agents}
-        store = ChatStore.sqlite(str(db or tmp_path / "chat.db"))
+        store = store or ChatStore.sqlite(str(db or tmp_path / "chat.db"))
         supervisor = RunSupervisor(agents, store, max_background_runs=capacity)
         clock = clock or Clock()
         rig = Rig(store, supervisor, Scheduler(store, supervisor, now=clock), clock)

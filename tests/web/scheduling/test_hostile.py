@@ -8,6 +8,7 @@ from typing import Any
 
 from lovia.testing import text
 from lovia.web.scheduling import Scheduler
+from lovia.web.store.base import ChatStore
 
 from ..conftest import scripted_agent
 from .conftest import START, Clock
@@ -54,13 +55,29 @@ class TwoPartyBarrier:
 async def test_two_schedulers_on_one_file_fire_each_slot_once(
     make_rig: Any, tmp_path: Path
 ) -> None:
-    clock = Clock()
     db = tmp_path / "shared.db"
+    await race_two_schedulers(make_rig, lambda: ChatStore.sqlite(str(db)))
+
+
+async def test_two_schedulers_on_one_postgres_schema_fire_each_slot_once(
+    make_rig: Any, pg_dsn: str, pg_schema: str
+) -> None:
+    await race_two_schedulers(make_rig, lambda: ChatStore.postgres(pg_dsn, schema=pg_schema))
+
+
+async def race_two_schedulers(make_rig: Any, open_store: Any) -> None:
+    clock = Clock()
     a = await make_rig(
-        scripted_agent(*(text("a") for _ in range(40))), clock=clock, db=db, capacity=50
+        scripted_agent(*(text("a") for _ in range(40))),
+        clock=clock,
+        store=open_store(),
+        capacity=50,
     )
     b = await make_rig(
-        scripted_agent(*(text("b") for _ in range(40))), clock=clock, db=db, capacity=50
+        scripted_agent(*(text("b") for _ in range(40))),
+        clock=clock,
+        store=open_store(),
+        capacity=50,
     )
     ids = [(await a.create(trigger_kind="every", trigger_expr="1m")).id for _ in range(20)]
     barrier = TwoPartyBarrier()
