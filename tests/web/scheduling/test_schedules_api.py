@@ -167,3 +167,36 @@ async def test_the_lifespan_runs_the_scheduler_loop(make_app: Any, asgi_client: 
             break
         await asyncio.sleep(0.01)
     assert (got["fires"], got["status"], got["finished_reason"]) == (1, "finished", "fired")
+
+
+async def test_over_real_uvicorn_dozens_at_once_and_hostile_bodies(
+    make_app: Any, serve: Any
+) -> None:
+    live = await serve(make_app(scripted_agent(), scheduler_poll=None))
+    c: httpx.AsyncClient = live.client
+    results = await asyncio.gather(
+        *(c.post("/api/schedules", json=body(instruction=f"job {i}")) for i in range(40))
+    )
+    assert [r.status_code for r in results] == [201] * 40
+    listed = (await c.get("/api/schedules")).json()["schedules"]
+    assert len({s["id"] for s in listed}) == 40
+    hostile = [
+        b"{",
+        b"[]",
+        b'{"instruction": "x", "trigger_kind": "every", "trigger_expr": "1h", "max_fires": 1e999}',
+        b'{"instruction": "x", "trigger_kind": "at", "trigger_expr": "9999999999999999999"}',
+        b'{"instruction": "x", "trigger_kind": "every", "trigger_expr": "99999999999999999999d"}',
+        (
+            '{"instruction": "'
+            + "y" * 200_000
+            + '", "trigger_kind": "every", "trigger_expr": "1h"}'
+        ).encode(),
+    ]
+    for raw in hostile:
+        r = await c.post(
+            "/api/schedules", content=raw, headers={"content-type": "application/json"}
+        )
+        assert r.status_code in (400, 422), (raw[:80], r.status_code, r.text[:200])
+        assert "Traceback" not in r.text and "site-packages" not in r.text
+    r = await c.get("/api/schedules/" + "%2e%2e%2f" * 5)
+    assert r.status_code == 404
