@@ -22,7 +22,7 @@ class HeldProvider(ScriptedProvider):
         self.entered = asyncio.Event()
         self.release = asyncio.Event()
 
-    async def stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:  # type: ignore[override]
+    async def stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         self.entered.set()
         await self.release.wait()
         async for delta in super().stream(*args, **kwargs):

@@ -21,7 +21,11 @@ def texts(n: int, name: str = "helper") -> Agent[Any]:
 
 async def user_messages(rig: Any, session_id: str) -> list[str]:
     entries = await rig.store.session.load(session_id)
-    return [e.content for e in entries if isinstance(e, InputEntry) and e.role == "user"]
+    return [
+        e.content
+        for e in entries
+        if isinstance(e, InputEntry) and e.role == "user" and isinstance(e.content, str)
+    ]
 
 
 async def test_at_fires_once_then_deactivates(make_rig: Any) -> None:
@@ -189,7 +193,7 @@ async def test_until_appends_the_protocol_and_the_run_cancels_its_schedule(
     assert (await rig.scheduler.tick()).count("started") == 1
     await rig.settle()
     sent = model.calls[0][-1].content
-    assert sent.startswith("check the build\n\n<schedule-stop-condition")
+    assert isinstance(sent, str) and sent.startswith("check the build\n\n<schedule-stop-condition")
     assert "the build is green" in sent and f'cancel_schedule(schedule_id="{s.id}"' in sent
     after = await rig.get(s.id)
     assert (after.status, after.finished_reason) == ("finished", "cancelled: the build is green")
