@@ -282,3 +282,21 @@ async def test_a_skipped_slot_does_not_count_toward_max_fires(make_rig: Any) -> 
     await rig.settle()
     after = await rig.get(s.id)
     assert (after.fires, after.skipped, after.finished_reason) == (2, 1, "max_fires reached")
+
+
+async def test_scheduling_without_a_store_offers_no_tools_until_an_app_binds_it(
+    tmp_path: Any, asgi_client: Any
+) -> None:
+    from lovia import Runner
+    from lovia.web import create_app
+
+    plugin = Scheduling()
+    model = ScriptedProvider([text("plain"), text("served")])
+    agent = Agent(name="helper", model=model, plugins=[plugin])
+    assert (await Runner.run(agent, "hi")).output == "plain"  # no store: no tools, no crash
+    assert "schedule_run" not in model.tools[0]
+    app = create_app(agent, db_path=tmp_path / "c.db", scheduler_poll=None)
+    await asgi_client(app)  # the lifespan binds the app's store
+    assert plugin.store is app.state.lovia.store
+    await Runner.run(agent, "hi again")
+    assert {"schedule_run", "list_schedules", "cancel_schedule"} <= set(model.tools[1])
