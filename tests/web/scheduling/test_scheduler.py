@@ -300,3 +300,20 @@ async def test_scheduling_without_a_store_offers_no_tools_until_an_app_binds_it(
     assert plugin.store is app.state.lovia.store
     await Runner.run(agent, "hi again")
     assert {"schedule_run", "list_schedules", "cancel_schedule"} <= set(model.tools[1])
+
+
+async def test_schedules_survive_a_restart_and_a_downtime_coalesces(
+    make_rig: Any, tmp_path: Any
+) -> None:
+    db = tmp_path / "restart.db"
+    clock = Clock()
+    first = await make_rig(texts(0), clock=clock, db=db)
+    s = await first.create(trigger_kind="every", trigger_expr="15m")
+    await first.supervisor.aclose()
+    await first.store.aclose()
+    clock.advance(6 * 900 + 1)  # down for six slots
+    second = await make_rig(texts(1), clock=clock, db=db)
+    assert (await second.scheduler.tick()).outcomes == {"started": [s.id]}
+    await second.settle()
+    after = await second.get(s.id)
+    assert after.fires == 1 and after.next_fire_at == START + 7 * 900
