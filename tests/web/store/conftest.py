@@ -28,7 +28,10 @@ _PG_USERS = ("postgres", "root")
 def _find_pg_dsn() -> str | None:
     if not port_open("127.0.0.1", 5432):
         return None
-    import psycopg
+    try:
+        import psycopg
+    except ImportError:  # the postgres extra is not installed
+        return None
 
     for user in _PG_USERS:
         dsn = f"postgresql://{user}@127.0.0.1:5432/test"

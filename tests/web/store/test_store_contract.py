@@ -191,6 +191,9 @@ async def test_deleting_a_chat_deletes_its_task_sessions(store: SQLChatStore) ->
     await store.create_session("c2", agent="helper", title="t", parent_id="c1")
     await store.create_session("x", agent="helper", title="t")
     await store.session.append("c2", [InputEntry("user", "deep")], run_id="rc")
+    assert await store.task_sessions("p") == ["c1", "c2"]
+    assert await store.task_sessions("c1") == ["c2"]
+    assert await store.task_sessions("x") == [] and await store.task_sessions("nope") == []
     assert await store.delete_session("p")
     assert [m.id for m in await store.list_sessions(limit=10, offset=0)] == ["x"]
     assert await store.session.load("c2") == []

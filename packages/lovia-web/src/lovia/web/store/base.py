@@ -37,10 +37,10 @@ if TYPE_CHECKING:
     from ..eventlog import EventRecord
 
 __all__ = [
-    "RUN_SOURCES",
-    "RUN_STATUSES",
     "ChatMeta",
     "ChatStore",
+    "RUN_SOURCES",
+    "RUN_STATUSES",
     "RunRecord",
     "RunSource",
     "RunStatus",
@@ -185,6 +185,11 @@ class ChatStore(ABC):
     async def delete_session(self, session_id: str) -> bool:
         """Remove everything the chat owns (its task sessions too); ``False`` for an
         unknown id."""
+
+    @abstractmethod
+    async def task_sessions(self, session_id: str) -> list[str]:
+        """The ids of the chat's task sessions at any depth (children before their own
+        children), which ``delete_session`` removes with it: stop their live runs first."""
 
     @abstractmethod
     async def delete_all_sessions(self) -> list[str]:

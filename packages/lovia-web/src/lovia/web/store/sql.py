@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from lovia.checkpointer import Checkpointer
     from lovia.session import Session
 
-__all__ = ["SCHEMA_VERSION", "ChatSQL", "SQLChatStore", "migrate", "store_from_url"]
+__all__ = ["ChatSQL", "SCHEMA_VERSION", "SQLChatStore", "clean_text", "migrate", "store_from_url"]
 
 logger = logging.getLogger(__name__)
 
@@ -169,7 +169,9 @@ class ChatSQL:
             "WHERE id = ? AND active_run_id = ?"
         )
         self.select_active = r("SELECT active_run_id FROM {t}chat_sessions WHERE id = ?")
-        self.select_children = r("SELECT id FROM {t}chat_sessions WHERE parent_id = ?")
+        self.select_children = r(
+            "SELECT id FROM {t}chat_sessions WHERE parent_id = ? ORDER BY created_at, id"
+        )
         self.select_all_ids = r("SELECT id FROM {t}chat_sessions ORDER BY id")
         self.delete_session = r("DELETE FROM {t}chat_sessions WHERE id = ?")
         self.delete_all_sessions = r("DELETE FROM {t}chat_sessions")
@@ -569,6 +571,25 @@ class SQLChatStore(ChatStore):
             yield q.delete_session_events, (sid,)
             yield q.delete_session_runs, (sid,)
         return removed
+
+    async def task_sessions(self, session_id: str) -> list[str]:
+        if not storable_id(session_id):
+            return []
+        return await self._db.read(self._descendants(session_id))
+
+    def _descendants(self, session_id: str) -> Script[list[str]]:
+        found: list[str] = []
+        seen = {session_id}
+        level = [session_id]
+        while level:
+            below: list[str] = []
+            for sid in level:
+                children = yield self._q.select_children, (sid,)
+                below.extend(r[0] for r in children.rows if r[0] not in seen)
+            seen.update(below)
+            found.extend(below)
+            level = below
+        return found
 
     async def delete_all_sessions(self) -> list[str]:
         def delete() -> Script[tuple[list[str], set[str]]]:
