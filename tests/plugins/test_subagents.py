@@ -373,6 +373,25 @@ async def test_detached_children_outlive_the_run_and_deliver() -> None:
     )
 
 
+async def test_a_detached_report_names_the_parent_session() -> None:
+    # Detached delivery runs outside the parent run: the report says which session it
+    # belongs to, so a server can route it back (lovia.web's subagent_deliver).
+    from lovia.stores.memory import InMemorySession
+
+    delivered: list[SubagentReport] = []
+    plugin = Subagents([child([text("done")])], deliver=delivered.append)
+    await run_parent(
+        plugin,
+        [call("spawn_subagent", {"prompt": "job"}, call_id="c1"), text("bye")],
+        session=InMemorySession(),
+        session_id="chat-7",
+    )
+    await asyncio.wait_for(plugin.drain(), 10)
+    (report,) = delivered
+    assert report.parent_session_id == "chat-7"
+    assert "chat-7" not in report.render()  # the model's view is unchanged
+
+
 async def test_detached_aclose_cancels_children_silently() -> None:
     gate = Gate()
     delivered: list[SubagentReport] = []

@@ -85,6 +85,9 @@ class SubagentReport:
     status: Literal["completed", "failed"]
     output: str
     """The child's final output (truncated), or the failure's description."""
+    parent_session_id: str | None = None
+    """The parent run's session (``ChildSpec.parent_session_id``): where a detached
+    ``deliver`` routes the report."""
 
     def render(self) -> str:
         """The report as the parent's model reads it."""
@@ -327,7 +330,7 @@ class _Run:
 
     def _report(self, spec: ChildSpec, status: Any, body: str) -> SubagentReport:
         text = truncate_tool_output(body, self.plugin.max_result_chars)
-        return SubagentReport(spec.id, spec.agent.name, status, text)
+        return SubagentReport(spec.id, spec.agent.name, status, text, spec.parent_session_id)
 
     async def _deliver(self, child: _Child, report: SubagentReport) -> None:
         if child.waiters:

@@ -23,10 +23,13 @@ _EXPORTS: dict[str, str] = {
     "RunSupervisor": "lovia.web.supervisor",
     "SQLiteChatStore": "lovia.web.store.sqlite",
     "ScheduleRow": "lovia.web.store.base",
+    "Scheduling": "lovia.web.scheduling",
     "WebError": "lovia.web.errors",
     "WorkspaceRegistry": "lovia.web.workspaces",
     "create_app": "lovia.web.app",
     "make_describe_image_tool": "lovia.web.vision",
+    "subagent_deliver": "lovia.web.subagents",
+    "wire_subagents": "lovia.web.subagents",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -55,12 +58,15 @@ if TYPE_CHECKING:
     from lovia.web.eventlog import EventRecord as EventRecord
     from lovia.web.eventlog import EventRetention as EventRetention
     from lovia.web.hub import EventHub as EventHub
+    from lovia.web.scheduling import Scheduling as Scheduling
     from lovia.web.store.base import ChatMeta as ChatMeta
     from lovia.web.store.base import ChatStore as ChatStore
     from lovia.web.store.base import RunRecord as RunRecord
     from lovia.web.store.base import ScheduleRow as ScheduleRow
     from lovia.web.store.postgres import PostgresChatStore as PostgresChatStore
     from lovia.web.store.sqlite import SQLiteChatStore as SQLiteChatStore
+    from lovia.web.subagents import subagent_deliver as subagent_deliver
+    from lovia.web.subagents import wire_subagents as wire_subagents
     from lovia.web.supervisor import RunSupervisor as RunSupervisor
     from lovia.web.vision import make_describe_image_tool as make_describe_image_tool
     from lovia.web.workspaces import WorkspaceRegistry as WorkspaceRegistry

@@ -22,13 +22,15 @@ from lovia.agent import Agent
 from lovia.exceptions import UserError
 from lovia.providers.base import Provider
 
+from . import subagents
 from .approvals import ApprovalRegistry
+from .background import Background
 from .deps import WebState
 from .errors import WebError
 from .followups import FollowupFn, Followups
 from .lifecycle import LifecycleBus, RunLifecycle
 from .models import ErrorBody, FieldError
-from .routes import chat, events, info, runs, sessions, workspace
+from .routes import chat, events, info, memory, runs, schedules, sessions, workspace
 from .store.base import ChatStore
 from .supervisor import RunSupervisor
 from .titles import TitleGenerator
@@ -124,6 +126,8 @@ def create_app(
     title_model: Provider | str | None = None,
     followups: bool | FollowupFn = False,
     followup_model: Provider | str | None = None,
+    scheduler_poll: float | None = 1.0,
+    wire_subagents: bool = False,
 ) -> FastAPI:
     """Build the app. ``store`` wins over ``db_path``; the default database is
     ``./.lovia/<agent>.db`` (``./.lovia/lovia.db`` for several agents).
@@ -134,6 +138,8 @@ def create_app(
     (``title_model``, else the chat agent's own); ``followups`` (off by default) serves
     ``POST /api/sessions/{id}/followups`` with a model (``followup_model``, else the chat
     agent's) or with a ``FollowupFn``. See docs/web-sessions.md.
+    ``scheduler_poll`` is the scheduler's pass interval (``None``: no scheduler loop);
+    ``wire_subagents`` runs default ``Subagents`` children as supervised runs.
     """
     agents = _agents(agent_or_agents)
     if store is None:
@@ -161,16 +167,19 @@ def create_app(
         lifecycle=lifecycle,
         followups=suggester,
     )
+    background = Background(state, scheduler_poll=scheduler_poll)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         swept = await store.sweep_stale_runs()
         if swept:
             logger.info("marked %d run record(s) left running as interrupted", swept)
+        await background.start()
         try:
             yield
         finally:
             try:
+                await background.aclose()
                 await supervisor.aclose()
                 await lifecycle.aclose()
             finally:
@@ -184,7 +193,10 @@ def create_app(
         redoc_url=None,
     )
     app.state.lovia = state
+    app.state.lovia_background = background
+    if wire_subagents:
+        subagents.wire_subagents(app)
     _install_error_handlers(app)
-    for module in (info, chat, sessions, runs, events, workspace):
+    for module in (info, chat, sessions, runs, events, workspace, schedules, memory):
         app.include_router(module.router)
     return app

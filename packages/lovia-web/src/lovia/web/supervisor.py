@@ -47,7 +47,7 @@ from lovia.runner import RunInput, Runner
 from lovia.steering import Mailbox
 
 from .approvals import ApprovalRegistry
-from .errors import CapacityExceeded, NotFound
+from .errors import CapacityExceeded, NotFound, RunConflict
 from .eventlog import EventRecord, RunLog, done_record, error_record, records_of
 from .hub import EventHub
 from .titles import provisional_title as _provisional_title  # the name other code uses
@@ -82,6 +82,10 @@ class LiveRun:
     """Whether this run continues an interrupted one from its checkpoint."""
     stop_reason: str | None = None
     """Why the supervisor stopped it: ``"cancel"`` (a client) or ``"shutdown"``."""
+    source: str = "chat"
+    """What started it: ``"chat"``, or a caller's own tag (``"schedule"``, ``"subagent"``)."""
+    runner_agent: Agent[Any] | None = None
+    """A child run's own agent object (``start_child``), run instead of ``agents[agent]``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +154,7 @@ class RunSupervisor:
         *,
         session_id: str | None = None,
         agent: str | None = None,
+        source: str = "chat",
     ) -> StartedRun:
         """Start a run of ``message`` in the session, or attach it to the session's live run.
 
@@ -180,6 +185,7 @@ class RunSupervisor:
         run = await self._launch(
             session_id or uuid4().hex, name, input, title=_provisional_title(text_of(message))
         )
+        run.source = source
         return StartedRun(run, attached=False)
 
     async def resume(self, session_id: str) -> LiveRun | None:
@@ -244,7 +250,9 @@ class RunSupervisor:
         try:
             last_seq = await self.store.last_seq(run.run_id)
             run.log = RunLog(run.run_id, run.session_id, self.store, self.hub, last_seq=last_seq)
-            agent = await self.workspaces.agent_for(run.session_id, self.agents[run.agent])
+            agent = await self.workspaces.agent_for(
+                run.session_id, run.runner_agent or self.agents[run.agent]
+            )
             handle = Runner.stream(
                 agent,
                 input,
@@ -311,7 +319,8 @@ class RunSupervisor:
                         error=ended.get("error"),
                         usage=ended.get("done", {}).get("usage"),
                     )
-                if status == "completed" and run.stop_reason is None and len(run.mailbox):
+                chains = run.stop_reason is None and run.runner_agent is None  # not a child
+                if status == "completed" and chains and len(run.mailbox):
                     chained = await self._chain(run)
                     if chained is not None:
                         terminal[-1][1]["next_run_id"] = chained.run_id
@@ -425,3 +434,28 @@ class RunSupervisor:
         if stragglers:
             await asyncio.wait(stragglers)
         await self.workspaces.aclose()
+
+    # -- subagent children -----------------------------------------------------------------
+
+    async def start_child(
+        self, agent: Agent[Any], message: str, *, session_id: str, mailbox: Mailbox
+    ) -> LiveRun:
+        """Start a clientless run (source ``"subagent"``) of ``agent``, which need not be a
+        served one, in ``session_id`` (a task session the caller created), with the child's
+        own ``mailbox``. A child's leftover messages chain no next run.
+
+        Raises ``RunConflict`` when the session has a live run and ``CapacityExceeded`` when
+        every slot is taken.
+        """
+        if session_id in self._live:
+            raise RunConflict(f"session {session_id!r} already has a live run")
+        if self._closing or len(self._live) >= self.max_background_runs:
+            raise CapacityExceeded(
+                f"all {self.max_background_runs} background-run slots are busy",
+                hint="retry when a run has finished",
+            )
+        run = await self._launch(session_id, agent.name, message, title="")
+        # ``_launch`` returns right after creating the run's task, which has not started yet:
+        # these fields are in place before ``_drive`` reads them.
+        run.runner_agent, run.mailbox, run.source = agent, mailbox, "subagent"
+        return run
