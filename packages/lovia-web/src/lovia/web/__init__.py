@@ -17,6 +17,7 @@ _EXPORTS: dict[str, str] = {
     "EventRecord": "lovia.web.eventlog",
     "EventRetention": "lovia.web.eventlog",
     "NotFound": "lovia.web.errors",
+    "QuestionRegistry": "lovia.web.questions",
     "RunConflict": "lovia.web.errors",
     "RunSupervisor": "lovia.web.supervisor",
     "SQLiteChatStore": "lovia.web.store.sqlite",
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from lovia.web.eventlog import EventRecord as EventRecord
     from lovia.web.eventlog import EventRetention as EventRetention
     from lovia.web.hub import EventHub as EventHub
+    from lovia.web.questions import QuestionRegistry as QuestionRegistry
     from lovia.web.store.base import ChatMeta as ChatMeta
     from lovia.web.store.base import ChatStore as ChatStore
     from lovia.web.store.sqlite import SQLiteChatStore as SQLiteChatStore

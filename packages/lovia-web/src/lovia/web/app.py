@@ -13,7 +13,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -25,9 +25,14 @@ from .approvals import ApprovalRegistry
 from .deps import WebState
 from .errors import WebError
 from .models import ErrorBody, FieldError
+from .questions import QuestionRegistry
 from .routes import chat, info, sessions
 from .store.base import ChatStore
 from .supervisor import RunSupervisor
+
+if TYPE_CHECKING:
+    from lovia.budget import RunBudget
+    from lovia.tools.human import HumanChannel
 
 __all__ = ["create_app"]
 
@@ -98,12 +103,18 @@ def create_app(
     max_background_runs: int = 8,
     approval_timeout: float | None = 300.0,
     max_turns: int = 50,
+    budget: RunBudget | None = None,
+    question_channel: HumanChannel | None = None,
+    question_timeout: float | None = 600.0,
 ) -> FastAPI:
     """Build the app. ``store`` wins over ``db_path``; the default database is
     ``./.lovia/<agent>.db`` (``./.lovia/lovia.db`` for several agents).
 
     ``approval_timeout`` (seconds, ``None`` waits forever) denies a gated call nobody
-    answered; ``max_background_runs`` bounds live runs (one more gets 429).
+    answered; ``max_background_runs`` bounds live runs (one more gets 429). ``budget`` is
+    copied for each run (``RunBudget.fresh``). ``question_channel`` is the ``HumanChannel``
+    the agents' ``ask_human`` tool was built on; its questions are answered with
+    ``POST /api/chat/answer`` and cancelled after ``question_timeout`` seconds.
     """
     agents = _agents(agent_or_agents)
     if store is None:
@@ -115,14 +126,22 @@ def create_app(
         agents,
         store,
         approvals=ApprovalRegistry(timeout=approval_timeout),
+        questions=(
+            QuestionRegistry(question_channel, timeout=question_timeout)
+            if question_channel is not None
+            else None
+        ),
         max_background_runs=max_background_runs,
         max_turns=max_turns,
+        budget=budget,
     )
     state = WebState(title=title, agents=agents, store=store, supervisor=supervisor)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
+            if supervisor.questions is not None:
+                supervisor.questions.ensure_started()
             yield
         finally:
             try:
