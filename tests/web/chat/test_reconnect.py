@@ -100,13 +100,13 @@ async def test_reconnect_after_a_restart_resumes_the_interrupted_run(
     gate.open()
     second = await serve(make_app(agent))
     sid = session.data["session_id"]
-    frames = await post_stream(second.client, "/api/chat/reconnect", **_reconnect(sid))
-    assert frames[0].data["run_id"] == session.data["run_id"]
-    assert [(e["type"], e["content"]) for e in frames[1].data["entries"]] == [
+    got = await post_stream(second.client, "/api/chat/reconnect", **_reconnect(sid))
+    assert got[0].data["run_id"] == session.data["run_id"]
+    assert [(e["type"], e["content"]) for e in got[1].data["entries"]] == [
         ("input", "long job")  # read back from the checkpoint, once
     ]
-    ids = [int(f.id or "") for f in frames[2:]]
+    ids = [int(f.id or "") for f in got[2:]]
     assert ids == list(range(1, len(ids) + 1))  # the whole run, across the restart
-    assert frames[-1].data["output"] == "back again"
+    assert got[-1].data["output"] == "back again"
     detail = (await second.client.get(f"/api/sessions/{sid}")).json()
     assert [e["type"] for e in detail["entries"]].count("input") == 1
