@@ -235,11 +235,7 @@ class RunSupervisor:
         agent, ``RunConflict`` while a blocking chat holds the session and
         ``CapacityExceeded`` when every slot is taken (or the server is shutting down).
         """
-        if session_id is not None and session_id in self._blocking:
-            raise RunConflict(
-                f"session {session_id!r} is busy with a blocking chat",
-                hint="wait for POST /api/chat to answer",
-            )
+        self._refuse_blocking(session_id)
         if session_id is not None and session_id not in self._live:
             await self.resume(session_id)  # an interrupted run continues; the message joins it
         live = self._live.get(session_id) if session_id is not None else None
@@ -252,6 +248,7 @@ class RunSupervisor:
         if live is not None:  # another start took the session while we read its agent
             live.mailbox.push(message)
             return StartedRun(live, attached=True)
+        self._refuse_blocking(session_id)  # ... or a blocking chat did
         self._check_capacity()
         run = await self._launch(
             session_id or uuid4().hex,
@@ -262,6 +259,13 @@ class RunSupervisor:
             mailbox=mailbox,
         )
         return StartedRun(run, attached=False)
+
+    def _refuse_blocking(self, session_id: str | None) -> None:
+        if session_id is not None and session_id in self._blocking:
+            raise RunConflict(
+                f"session {session_id!r} is busy with a blocking chat",
+                hint="wait for POST /api/chat to answer",
+            )
 
     def _check_capacity(self) -> None:
         if self._closing:
@@ -291,6 +295,8 @@ class RunSupervisor:
             return None
         if session_id in self._live:  # a concurrent start or resume got there first
             return self._live[session_id]
+        if session_id in self._blocking:  # a blocking chat took it meanwhile
+            return None
         if self._closing or len(self._live) >= self.max_background_runs:
             raise CapacityExceeded(
                 f"no free slot to resume run {run_id!r}", hint="retry when a run has finished"
