@@ -9,6 +9,10 @@ so the log write dominates the supervisor's cost.
 * ``supervisor``: ``RunSupervisor.start`` + ``follow`` (the log and the hub, no HTTP).
 * ``http x1`` / ``http x10``: a real uvicorn on 127.0.0.1, each watcher a streaming httpx
   client reading frames to ``done``; the figure is events delivered per watcher per second.
+* latency: for each event, the time from the supervisor receiving it from ``Runner.stream``
+  (``RunLog.put``, timestamped by wrapping it here) to a watcher receiving it, through
+  ``follow`` and through HTTP; p50 / p99 over every event of every repetition. The
+  in-process reference is the gap between consecutive events of ``Runner.stream``.
 
 Run: ``uv run python benchmarks/bench_web_sse.py`` (prints medians of ``REPS`` repetitions).
 """
@@ -21,25 +25,60 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
-from lovia import Agent, Runner
-from lovia.testing import ScriptedProvider, text
+from lovia import Agent, Runner, tool
+from lovia.testing import ScriptedProvider, ScriptStep, call, text
 from lovia.web import ChatStore, RunSupervisor, create_app
+from lovia.web.eventlog import RunLog
+
+_PUT_AT: dict[tuple[str, int], float] = {}
+_original_put = RunLog.put
+
+
+async def _timed_put(self: RunLog, kind: str, data: dict[str, Any]) -> None:
+    _PUT_AT[(self.run_id, self.seq + 1)] = time.perf_counter()
+    await _original_put(self, kind, data)
+
+
+RunLog.put = _timed_put  # type: ignore[method-assign]
 
 CHARS = 2000
 REPS = 5
 
 
-def _agent(replies: int = 1) -> Agent[None]:
-    return Agent("bench", model=ScriptedProvider([text("x" * CHARS) for _ in range(replies)]))
+def _agent(replies: int = 1, *, attached: asyncio.Event | None = None) -> Agent[None]:
+    """``attached``: the run first waits in a tool until the watcher is connected, so every
+    reply event it times is delivered live, not replayed from the log."""
+    script: list[ScriptStep] = [text("x" * CHARS) for _ in range(replies)]
+    tools = []
+    if attached is not None:
+        gate = attached
+
+        @tool
+        async def wait_for_watcher() -> str:
+            """Wait until the benchmark's watcher is connected."""
+            await gate.wait()
+            return "ok"
+
+        tools.append(wait_for_watcher)
+        script.insert(0, call("wait_for_watcher"))
+    return Agent("bench", model=ScriptedProvider(script), tools=tools)
+
+
+_GAPS: list[float] = []
+_SUP_LAT: list[float] = []
+_HTTP_LAT: list[float] = []
 
 
 async def _in_process() -> float:
-    start = time.perf_counter()
+    start = last = time.perf_counter()
     async for _ in Runner.stream(_agent(), "go"):
-        pass
+        now = time.perf_counter()
+        _GAPS.append(now - last)
+        last = now
     return time.perf_counter() - start
 
 
@@ -48,18 +87,35 @@ async def _supervised(folder: Path) -> tuple[float, int]:
     supervisor = RunSupervisor({"bench": _agent()}, store)
     start = time.perf_counter()
     started = await supervisor.start("go")
-    count = sum([1 async for _ in supervisor.follow(started.run.run_id)])
+    count = 0
+    async for record in supervisor.follow(started.run.run_id):
+        put = _PUT_AT.pop((record.run_id, record.seq), None)
+        if put is not None:
+            _SUP_LAT.append(time.perf_counter() - put)
+        count += 1
     elapsed = time.perf_counter() - start
     await supervisor.aclose()
     await store.aclose()
     return elapsed, count
 
 
-async def _watch(client: httpx.AsyncClient, session_id: str) -> int:
+async def _watch(
+    client: httpx.AsyncClient,
+    session_id: str,
+    run_id: str,
+    timed: bool,
+    attached: asyncio.Event | None,
+) -> int:
     frames = 0
     params = {"session_id": session_id}
     async with client.stream("GET", "/api/chat/stream", params=params) as response:
         async for line in response.aiter_lines():
+            if attached is not None and line == "event: session":
+                attached.set()
+            if timed and line.startswith("id: "):
+                put = _PUT_AT.get((run_id, int(line[4:])))
+                if put is not None:
+                    _HTTP_LAT.append(time.perf_counter() - put)
             if line.startswith("event: "):
                 frames += 1
                 if line == "event: done":
@@ -67,8 +123,14 @@ async def _watch(client: httpx.AsyncClient, session_id: str) -> int:
     return frames
 
 
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1e6
+
+
 async def _http(folder: Path, watchers: int) -> float:
-    app = create_app(_agent(), db_path=folder / f"http{watchers}.db")
+    attached = asyncio.Event() if watchers == 1 else None
+    app = create_app(_agent(attached=attached), db_path=folder / f"http{watchers}.db")
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
@@ -79,8 +141,12 @@ async def _http(folder: Path, watchers: int) -> float:
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
         start = time.perf_counter()
         started = await app.state.lovia.supervisor.start("go")
+        sid, run_id = started.run.session_id, started.run.run_id
         counts = await asyncio.gather(
-            *(_watch(client, started.run.session_id) for _ in range(watchers))
+            *(
+                _watch(client, sid, run_id, i == 0 and watchers == 1, attached)
+                for i in range(watchers)
+            )
         )
         elapsed = time.perf_counter() - start
     server.should_exit = True
@@ -109,6 +175,18 @@ async def main() -> None:
         print(f"supervisor cost per event: {statistics.median(per_event):>9.1f} us (median)")
         print(f"http, 1 watcher:          {statistics.median(http1):>10,.0f} events/s")
         print(f"http, 10 watchers:        {statistics.median(http10):>10,.0f} events/s each")
+        print(
+            f"in-process gap between events: p50 {_pct(_GAPS, 0.5):.1f} us, "
+            f"p99 {_pct(_GAPS, 0.99):.1f} us"
+        )
+        print(
+            f"supervisor latency (put -> follow): p50 {_pct(_SUP_LAT, 0.5):.1f} us, "
+            f"p99 {_pct(_SUP_LAT, 0.99):.1f} us"
+        )
+        print(
+            f"supervisor + http latency (put -> client): p50 {_pct(_HTTP_LAT, 0.5):.1f} us, "
+            f"p99 {_pct(_HTTP_LAT, 0.99):.1f} us"
+        )
 
 
 if __name__ == "__main__":
