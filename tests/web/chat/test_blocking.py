@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 from lovia.messages import Usage
@@ -49,9 +48,7 @@ async def test_an_empty_message_is_refused(make_app: Any, asgi_client: Any) -> N
         assert r.status_code == 422 and "message" in r.json()["detail"]
 
 
-async def test_blocking_chat_conflicts_with_a_streamed_run_both_ways(
-    make_app: Any, serve: Any, tmp_path: Path
-) -> None:
+async def test_a_blocking_chat_conflicts_with_a_streamed_run(make_app: Any, serve: Any) -> None:
     gate, agent = gated_agent(text("streamed"), text("blocking"))
     server = await serve(make_app(agent))
     async with chat(server.client, "stream it") as (session, frames):
@@ -64,9 +61,14 @@ async def test_blocking_chat_conflicts_with_a_streamed_run_both_ways(
     r = await server.client.post("/api/chat", json={"message": "now", "session_id": sid})
     assert r.status_code == 200 and r.json()["output"] == "blocking"
 
-    # And the other way round: a stream cannot start while a blocking chat holds the chat.
+
+async def test_a_stream_cannot_start_while_a_blocking_chat_holds_the_chat(
+    make_app: Any, serve: Any
+) -> None:
+    # (One uvicorn per test: nested in-process servers restore each other's signal handlers
+    # out of order, which sse-starlette then reads as a shutdown in later tests.)
     gate2, agent2 = gated_agent(text("late"))
-    server2 = await serve(make_app(agent2, db_path=tmp_path / "other.db"))
+    server2 = await serve(make_app(agent2))
     blocking = asyncio.create_task(
         server2.client.post("/api/chat", json={"message": "block", "session_id": "held"})
     )
