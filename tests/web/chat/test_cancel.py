@@ -139,3 +139,24 @@ async def test_todo_write_results_become_todo_events(store: ChatStore) -> None:
         ],
     }
     await supervisor.aclose()
+
+
+async def test_deleting_a_chat_mid_run_leaves_no_orphan_transcript(
+    make_app: Any, asgi_client: Any
+) -> None:
+    gate, note = Gate(), Counter()
+    agent = scripted_agent(
+        call("note"), call("wait_gate"), text("never"), tools=[note.tool, gate.tool]
+    )
+    app = make_app(agent)
+    client = await asgi_client(app)
+    store = app.state.lovia.store
+    started = await app.state.lovia.supervisor.start("work")
+    sid = started.run.session_id
+    await gate.entered.wait()
+    assert (await client.delete(f"/api/sessions/{sid}")).status_code == 204
+    # The cancel kept the partial turns in the session; the delete that waited for it
+    # removed them with everything else.
+    assert await store.session.load(sid) == []
+    assert await store.get_session(sid) is None
+    assert await store.checkpointer.load(started.run.run_id) is None
