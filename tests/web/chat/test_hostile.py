@@ -73,3 +73,24 @@ async def test_a_reconnect_that_needs_a_slot_gets_429_when_full(make_app: Any, s
     r = await second.client.post("/api/chat/reconnect", params={"session_id": sid})
     assert r.status_code == 429 and "no free slot" in r.json()["detail"]
     busy_gate.open()
+
+
+async def test_a_dozen_reconnects_to_an_interrupted_chat_resume_it_once(store: ChatStore) -> None:
+    gate, agent = gated_agent(text("resumed once"))
+    supervisor = RunSupervisor({"helper": agent}, store)
+    started = await supervisor.start("long job")
+    await gate.entered.wait()
+    await supervisor.aclose()
+    gate.open()
+    restarted = RunSupervisor({"helper": agent}, store)
+    sid = started.run.session_id
+    snapshots = await asyncio.gather(*(restarted.snapshot(sid) for _ in range(12)))
+    runs = {id(s.run) for s in snapshots}
+    assert len(runs) == 1 and snapshots[0].run is not None
+    assert snapshots[0].run.run_id == started.run.run_id
+    assert all(
+        s.entries == [{"type": "input", "role": "user", "content": "long job"}] for s in snapshots
+    )
+    records = [r async for r in restarted.follow(started.run.run_id)]
+    assert records[-1].data["output"] == "resumed once"
+    await restarted.aclose()

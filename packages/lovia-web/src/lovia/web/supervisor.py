@@ -47,6 +47,7 @@ from lovia.checkpointer import CheckpointOptions
 from lovia.events import ApprovalRequired, RunCompleted, RunFailed
 from lovia.exceptions import RunCancelled, UserError
 from lovia.messages import user
+from lovia.parts import ContentPart, text_of
 from lovia.runner import RunInput, Runner
 from lovia.runtime.checkpoint import segment_meta
 from lovia.session import read_segments
@@ -362,11 +363,16 @@ class RunSupervisor:
     # -- blocking chat ---------------------------------------------------------------------
 
     async def run_blocking(
-        self, message: str, *, session_id: str | None = None, agent: str | None = None
+        self,
+        message: str | list[ContentPart],
+        *,
+        session_id: str | None = None,
+        agent: str | None = None,
     ) -> tuple[str, RunResult[Any]]:
-        """Run ``message`` to its end in the caller's task (no log, no hub, no checkpoint);
-        returns the session id and the result. Raises ``RunConflict`` while a live run or
-        another blocking chat holds the session, ``NotFound`` for an unknown agent.
+        """Run ``message`` (text, or parts such as resolved attachments) to its end in the
+        caller's task (no log, no hub, no checkpoint); returns the session id and the result.
+        Raises ``RunConflict`` while a live run or another blocking chat holds the session,
+        ``NotFound`` for an unknown agent.
         """
         if session_id is not None and self.busy(session_id):
             raise RunConflict(
@@ -387,10 +393,11 @@ class RunSupervisor:
         self._blocking.add(sid)
         try:
             if await self.store.get_session(sid) is None:
-                await self.store.create_session(sid, agent=name, title=_provisional_title(message))
+                title = _provisional_title(text_of(message))
+                await self.store.create_session(sid, agent=name, title=title)
             result = await Runner.run(
                 self.agents[name],
-                message,
+                message if isinstance(message, str) else [user(message)],
                 session=self.store.session,
                 session_id=sid,
                 max_turns=self.max_turns,
