@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from lovia.exceptions import ProviderError
 from lovia.messages import Usage
 from lovia.testing import text
 
@@ -97,3 +98,16 @@ async def test_a_chat_keeps_its_stored_agent_unless_that_agent_is_gone(
     assert r.status_code == 404 and "several agents" in r.json()["detail"]
     r = await other.post("/api/chat", json={"message": "hi", "agent": "zz", "session_id": sid})
     assert r.status_code == 404 and "unknown agent 'zz'" in r.json()["detail"]
+
+
+async def test_a_blocking_run_that_fails_is_a_502_naming_the_error(
+    make_app: Any, asgi_client: Any
+) -> None:
+    agent = scripted_agent(ProviderError("the model is down", retryable=False), text("back"))
+    client = await asgi_client(make_app(agent))
+    r = await client.post("/api/chat", json={"message": "hi", "session_id": "s1"})
+    assert r.status_code == 502
+    assert r.json()["detail"] == "the run failed: ProviderError: the model is down"
+    # The chat is free again: the next message runs.
+    r = await client.post("/api/chat", json={"message": "hi", "session_id": "s1"})
+    assert r.status_code == 200 and r.json()["output"] == "back"

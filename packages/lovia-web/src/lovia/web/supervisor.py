@@ -457,9 +457,10 @@ class RunSupervisor:
 
     async def _keep_partial(self, session_id: str, run_id: str) -> None:
         """Append what the checkpoint of an unfinished run holds to the session (dangling
-        calls trimmed), then forget the checkpoint. The append is idempotent by run id."""
+        calls trimmed), then forget the checkpoint. The append is idempotent by run id, so a
+        run finalised whose own session append failed is stored whole, not dropped."""
         snapshot = await self.store.checkpointer.load(run_id)
-        if snapshot is not None and snapshot.head.status != "completed":
+        if snapshot is not None:
             entries = drop_dangling_tool_calls(snapshot.entries)
             if entries:
                 head = snapshot.head

@@ -7,12 +7,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Header, Query
+from lovia.exceptions import LoviaError, UserError
 from lovia.transcript import to_json_safe
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..deps import State, WebState
 from ..encoders.sse import session_frame, snapshot_frame, sse_frame
-from ..errors import NotFound, RunConflict
+from ..errors import NotFound, RunConflict, WebError
+from ..eventlog import error_record
 from ..models import (
     SESSION_ID_PATTERN,
     AnswerRequest,
@@ -32,6 +34,7 @@ from ..models import (
 from ..supervisor import RunSupervisor, Snapshot
 
 __all__ = [
+    "RunFailedError",
     "answer",
     "approve",
     "cancel",
@@ -46,8 +49,16 @@ __all__ = [
 
 router = APIRouter(prefix="/api/chat")
 
+
+class RunFailedError(WebError):
+    """A blocking chat's run failed (the model, a budget, ...): 502, naming the error."""
+
+    status = 502
+
+
 _PING_SECONDS = 15
 _ERRORS = error_responses(404, 409, 422, 429)
+_CHAT_ERRORS = error_responses(404, 409, 422, 502)
 _STREAM: dict[int | str, dict[str, Any]] = {
     200: {"content": {"text/event-stream": {}}, "description": "an SSE stream"},
     **_ERRORS,
@@ -91,15 +102,21 @@ def _snapshot_data(supervisor: RunSupervisor, snapshot: Snapshot) -> dict[str, A
     return data
 
 
-@router.post("", response_model=ChatResponse, responses=_ERRORS)
+@router.post("", response_model=ChatResponse, responses=_CHAT_ERRORS)
 async def chat(body: ChatRequest, state: State) -> ChatResponse:
     """Run the message to its end and answer with the output (no stream, no supervision).
 
-    409 while a run (streamed or blocking) owns the session.
+    409 while a run (streamed or blocking) owns the session; 502 when the run fails.
     """
-    session_id, result = await state.supervisor.run_blocking(
-        body.message, session_id=body.session_id, agent=body.agent
-    )
+    try:
+        session_id, result = await state.supervisor.run_blocking(
+            body.message, session_id=body.session_id, agent=body.agent
+        )
+    except (WebError, UserError):
+        raise
+    except LoviaError as exc:  # the run failed: what the stream's ``error`` event would say
+        error = error_record(exc)
+        raise RunFailedError(f"the run failed: {error['type']}: {error['message']}") from exc
     usage = result.usage
     return ChatResponse(
         output=to_json_safe(result.output),
