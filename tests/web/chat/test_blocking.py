@@ -7,9 +7,10 @@ from typing import Any
 
 from lovia.exceptions import ProviderError
 from lovia.messages import Usage
-from lovia.testing import text
+from lovia.testing import call, text
 
 from ..conftest import chat, gated_agent, scripted_agent, until
+from .conftest import Counter
 
 
 async def test_a_blocking_chat_answers_with_output_session_and_full_usage(
@@ -103,11 +104,22 @@ async def test_a_chat_keeps_its_stored_agent_unless_that_agent_is_gone(
 async def test_a_blocking_run_that_fails_is_a_502_naming_the_error(
     make_app: Any, asgi_client: Any
 ) -> None:
-    agent = scripted_agent(ProviderError("the model is down", retryable=False), text("back"))
-    client = await asgi_client(make_app(agent))
+    note = Counter()
+    agent = scripted_agent(
+        call("note"),
+        ProviderError("the model is down", retryable=False),
+        text("back"),
+        tools=[note.tool],
+    )
+    app = make_app(agent)
+    client = await asgi_client(app)
     r = await client.post("/api/chat", json={"message": "hi", "session_id": "s1"})
     assert r.status_code == 502
     assert r.json()["detail"] == "the run failed: ProviderError: the model is down"
+    # Its turns so far are kept, as a streamed run's would be.
+    detail = (await client.get("/api/sessions/s1")).json()
+    assert [e["type"] for e in detail["entries"]] == ["input", "tool_call", "tool_result"]
+    assert detail["active_run_id"] is None
     # The chat is free again: the next message runs.
     r = await client.post("/api/chat", json={"message": "hi", "session_id": "s1"})
     assert r.status_code == 200 and r.json()["output"] == "back"

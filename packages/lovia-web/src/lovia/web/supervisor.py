@@ -29,7 +29,8 @@ Rules it keeps:
 * A configured ``budget`` is a template: each run gets ``budget.fresh()``.
 * ``todo_write`` results are logged as ``todo`` records instead of ``tool_result``.
 * ``run_blocking`` runs one message in the request (``POST /api/chat``), not as a task: it
-  reserves the session as a live run does, so neither kind can start over the other.
+  reserves the session as a live run does, so neither kind can start over the other. It
+  checkpoints only so that a failure keeps its turns so far, as a streamed run's does.
 """
 
 from __future__ import annotations
@@ -395,17 +396,34 @@ class RunSupervisor:
             if await self.store.get_session(sid) is None:
                 title = _provisional_title(text_of(message))
                 await self.store.create_session(sid, agent=name, title=title)
-            result = await Runner.run(
-                self.agents[name],
-                message if isinstance(message, str) else [user(message)],
-                session=self.store.session,
-                session_id=sid,
-                max_turns=self.max_turns,
-                budget=self._fresh_budget(),
-            )
+            run_id = uuid4().hex
+            try:
+                result = await Runner.run(
+                    self.agents[name],
+                    message if isinstance(message, str) else [user(message)],
+                    session=self.store.session,
+                    session_id=sid,
+                    max_turns=self.max_turns,
+                    budget=self._fresh_budget(),
+                    checkpoint=CheckpointOptions(
+                        checkpointer=self.store.checkpointer,
+                        run_id=run_id,
+                        if_run_exists="fail",
+                        delete_on_success=True,
+                    ),
+                )
+            except BaseException:  # failed or cancelled: keep its turns so far, as a stream's
+                await asyncio.shield(self._keep_partial_quietly(sid, run_id))
+                raise
         finally:
             self._blocking.discard(sid)
         return sid, result
+
+    async def _keep_partial_quietly(self, session_id: str, run_id: str) -> None:
+        try:
+            await self._keep_partial(session_id, run_id)
+        except Exception:
+            logger.exception("could not keep the partial turns of run %s", run_id)
 
     # -- the run's task --------------------------------------------------------------------
 
