@@ -123,3 +123,14 @@ async def test_a_blocking_run_that_fails_is_a_502_naming_the_error(
     # The chat is free again: the next message runs.
     r = await client.post("/api/chat", json={"message": "hi", "session_id": "s1"})
     assert r.status_code == 200 and r.json()["output"] == "back"
+
+
+async def test_a_blocking_run_that_breaks_unexpectedly_is_a_502_without_internals(
+    make_app: Any, asgi_client: Any
+) -> None:
+    agent = scripted_agent(RuntimeError("secret detail at /work/internal/path.py"))
+    client = await asgi_client(make_app(agent))
+    r = await client.post("/api/chat", json={"message": "hi"})
+    assert r.status_code == 502
+    assert r.json()["detail"] == "the run failed: RuntimeError"
+    assert "/work" not in r.text and "secret" not in r.text

@@ -122,7 +122,4 @@ class QuestionRegistry:
         task, self._task = self._task, None
         if task is not None and not task.done():
             task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+            await asyncio.gather(task, return_exceptions=True)

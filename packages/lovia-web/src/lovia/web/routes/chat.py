@@ -3,6 +3,7 @@ answer, cancel, inject and uninject."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -48,6 +49,7 @@ __all__ = [
 ]
 
 router = APIRouter(prefix="/api/chat")
+logger = logging.getLogger(__name__)
 
 
 class RunFailedError(WebError):
@@ -117,6 +119,9 @@ async def chat(body: ChatRequest, state: State) -> ChatResponse:
     except LoviaError as exc:  # the run failed: what the stream's ``error`` event would say
         error = error_record(exc)
         raise RunFailedError(f"the run failed: {error['type']}: {error['message']}") from exc
+    except Exception as exc:  # a bug in a tool or a provider: its message may hold internals
+        logger.exception("blocking chat of session %s failed", body.session_id)
+        raise RunFailedError(f"the run failed: {type(exc).__name__}") from exc
     usage = result.usage
     return ChatResponse(
         output=to_json_safe(result.output),
