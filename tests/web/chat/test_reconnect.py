@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from lovia.testing import call, text
+from lovia.transcript import AssistantTextEntry, InputEntry
+from lovia.web import RunSupervisor
 
 from ..conftest import Gate, chat, deploy, gated_agent, read_frames, scripted_agent, until
 from .conftest import post_stream
@@ -110,3 +112,21 @@ async def test_reconnect_after_a_restart_resumes_the_interrupted_run(
     assert got[-1].data["output"] == "back again"
     detail = (await second.client.get(f"/api/sessions/{sid}")).json()
     assert [e["type"] for e in detail["entries"]].count("input") == 1
+
+
+async def test_the_snapshot_leaves_out_the_live_runs_own_stored_segment(store: Any) -> None:
+    # The window between the core storing a finished run's segment and the supervisor
+    # releasing it: the segment must not be shown twice (snapshot and replayed events).
+    gate, agent = gated_agent(text("done"))
+    supervisor = RunSupervisor({"helper": agent}, store)
+    started = await supervisor.start("go")
+    await gate.entered.wait()
+    sid, run_id = started.run.session_id, started.run.run_id
+    await store.session.append(sid, [InputEntry("user", "earlier")], run_id="older")
+    await store.session.append(
+        sid, [InputEntry("user", "go"), AssistantTextEntry("done")], run_id=run_id
+    )
+    snapshot = await supervisor.snapshot(sid)
+    assert snapshot.run is started.run
+    assert [e["content"] for e in snapshot.entries] == ["earlier", "go"]
+    await supervisor.aclose()
