@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from lovia.runtime.result import RunHandle, RunResult
 
     from .questions import QuestionRegistry
-    from .store.base import ChatStore
+    from .store.base import ChatMeta, ChatStore
 
 __all__ = ["LiveRun", "RunSupervisor", "Snapshot", "StartedRun"]
 
@@ -203,10 +203,12 @@ class RunSupervisor:
     async def resolve_agent(self, session_id: str | None, requested: str | None) -> str:
         """The agent a message to ``session_id`` runs with: the chat's stored agent while this
         server has it, else ``requested``, else the only agent. Raises ``NotFound``."""
-        if session_id is not None:
-            meta = await self.store.get_session(session_id)
-            if meta is not None and meta.agent in self.agents:
-                return meta.agent
+        meta = await self.store.get_session(session_id) if session_id is not None else None
+        return self._agent_of(meta, requested)
+
+    def _agent_of(self, meta: ChatMeta | None, requested: str | None) -> str:
+        if meta is not None and meta.agent in self.agents:
+            return meta.agent
         name = requested if requested is not None else self.default_agent
         if name is None or name not in self.agents:
             raise NotFound(
@@ -238,14 +240,17 @@ class RunSupervisor:
         ``CapacityExceeded`` when every slot is taken (or the server is shutting down).
         """
         self._refuse_blocking(session_id)
+        meta = None
         if session_id is not None and session_id not in self._live:
-            await self.resume(session_id)  # an interrupted run continues; the message joins it
+            meta = await self.store.get_session(session_id)
+            if meta is not None and meta.active_run_id is not None:
+                await self.resume(session_id)  # an interrupted run continues; the message joins
         live = self._live.get(session_id) if session_id is not None else None
         if live is not None:
             live.mailbox.push(message)
             return StartedRun(live, attached=True)
         self._check_capacity()
-        name = await self.resolve_agent(session_id, agent)
+        name = self._agent_of(meta, agent)
         live = self._live.get(session_id) if session_id is not None else None
         if live is not None:  # another start took the session while we read its agent
             live.mailbox.push(message)
