@@ -245,18 +245,14 @@ class RunSupervisor:
             meta = await self.store.get_session(session_id)
             if meta is not None and meta.active_run_id is not None:
                 await self.resume(session_id)  # an interrupted run continues; the message joins
+        # From here to ``_launch``'s reservation nothing awaits: no other start can slip in.
         live = self._live.get(session_id) if session_id is not None else None
-        if live is not None:
+        if live is not None:  # a live run (maybe one another start launched meanwhile)
             live.mailbox.push(message)
             return StartedRun(live, attached=True)
+        self._refuse_blocking(session_id)  # a blocking chat may have taken it meanwhile
         self._check_capacity()
         name = self._agent_of(meta, agent)
-        live = self._live.get(session_id) if session_id is not None else None
-        if live is not None:  # another start took the session while we read its agent
-            live.mailbox.push(message)
-            return StartedRun(live, attached=True)
-        self._refuse_blocking(session_id)  # ... or a blocking chat did
-        self._check_capacity()
         run = await self._launch(
             session_id or uuid4().hex,
             name,
