@@ -18,6 +18,7 @@ _EXPORTS: dict[str, str] = {
     "EventRetention": "lovia.web.eventlog",
     "NotFound": "lovia.web.errors",
     "PostgresChatStore": "lovia.web.store.postgres",
+    "QuestionRegistry": "lovia.web.questions",
     "RunConflict": "lovia.web.errors",
     "RunRecord": "lovia.web.store.base",
     "RunSupervisor": "lovia.web.supervisor",
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from lovia.web.eventlog import EventRecord as EventRecord
     from lovia.web.eventlog import EventRetention as EventRetention
     from lovia.web.hub import EventHub as EventHub
+    from lovia.web.questions import QuestionRegistry as QuestionRegistry
     from lovia.web.scheduling import Scheduling as Scheduling
     from lovia.web.store.base import ChatMeta as ChatMeta
     from lovia.web.store.base import ChatStore as ChatStore

@@ -13,7 +13,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -30,10 +30,15 @@ from .errors import WebError
 from .followups import FollowupFn, Followups
 from .lifecycle import LifecycleBus, RunLifecycle
 from .models import ErrorBody, FieldError
+from .questions import QuestionRegistry
 from .routes import chat, events, info, memory, runs, schedules, sessions, workspace
 from .store.base import ChatStore
 from .supervisor import RunSupervisor
 from .titles import TitleGenerator
+
+if TYPE_CHECKING:
+    from lovia.budget import RunBudget
+    from lovia.tools.human import HumanChannel
 
 __all__ = ["create_app"]
 
@@ -128,6 +133,9 @@ def create_app(
     followup_model: Provider | str | None = None,
     scheduler_poll: float | None = 1.0,
     wire_subagents: bool = False,
+    budget: RunBudget | None = None,
+    question_channel: HumanChannel | None = None,
+    question_timeout: float | None = 600.0,
 ) -> FastAPI:
     """Build the app. ``store`` wins over ``db_path``; the default database is
     ``./.lovia/<agent>.db`` (``./.lovia/lovia.db`` for several agents).
@@ -140,6 +148,10 @@ def create_app(
     agent's) or with a ``FollowupFn``. See docs/web-sessions.md.
     ``scheduler_poll`` is the scheduler's pass interval (``None``: no scheduler loop);
     ``wire_subagents`` runs default ``Subagents`` children as supervised runs.
+    answered; ``max_background_runs`` bounds live runs (one more gets 429). ``budget`` is
+    copied for each run (``RunBudget.fresh``). ``question_channel`` is the ``HumanChannel``
+    the agents' ``ask_human`` tool was built on; its questions are answered with
+    ``POST /api/chat/answer`` and cancelled after ``question_timeout`` seconds.
     """
     agents = _agents(agent_or_agents)
     if store is None:
@@ -152,9 +164,15 @@ def create_app(
         agents,
         store,
         approvals=ApprovalRegistry(timeout=approval_timeout),
+        questions=(
+            QuestionRegistry(question_channel, timeout=question_timeout)
+            if question_channel is not None
+            else None
+        ),
         max_background_runs=max_background_runs,
         max_turns=max_turns,
         lifecycle=lifecycle,
+        budget=budget,
     )
     suggester = None
     if followups is not False:
@@ -176,6 +194,8 @@ def create_app(
             logger.info("marked %d run record(s) left running as interrupted", swept)
         await background.start()
         try:
+            if supervisor.questions is not None:
+                supervisor.questions.ensure_started()
             yield
         finally:
             try:

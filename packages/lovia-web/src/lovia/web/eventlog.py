@@ -114,11 +114,14 @@ def done_record(status: str, result: Any = None) -> dict[str, Any]:
     return data
 
 
-def records_of(event: Event) -> list[tuple[str, dict[str, Any]]]:
+def records_of(
+    event: Event, *, todo_tools: frozenset[str] = frozenset()
+) -> list[tuple[str, dict[str, Any]]]:
     """The ``(type, data)`` records an event becomes; ``[]`` for events clients never see.
 
     A run's end becomes ``done`` (after an ``error`` when it failed), so every logged run ends
-    with exactly one ``done``.
+    with exactly one ``done``. A successful call of a tool in ``todo_tools`` (the todo list's
+    ``todo_write``) becomes ``todo`` with the whole list instead of ``tool_result``.
     """
     if isinstance(event, TextDelta):
         return [("text_delta", {"delta": event.delta})]
@@ -129,6 +132,10 @@ def records_of(event: Event) -> list[tuple[str, dict[str, Any]]]:
     if isinstance(event, ToolCallStarted):
         return [("tool_call", _call(event.call))]
     if isinstance(event, ToolCallCompleted):
+        if event.call.name in todo_tools and not event.is_error:
+            todos = _safe(event.result)
+            if isinstance(todos, list):
+                return [("todo", {"call_id": event.call.id, "todos": todos})]
         data = _call(event.call)
         data.update(result=_safe(event.result), is_error=event.is_error, output=event.output)
         return [("tool_result", data)]

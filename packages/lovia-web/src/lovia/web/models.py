@@ -15,11 +15,15 @@ from .store.base import ChatMeta
 
 __all__ = [
     "AgentInfo",
+    "AnswerRequest",
+    "AnswerResult",
     "ApproveRequest",
     "ApproveResult",
     "Attachment",
     "CancelResult",
     "ChatRequest",
+    "ChatResponse",
+    "ChatUsage",
     "ErrorBody",
     "FieldError",
     "Health",
@@ -30,6 +34,8 @@ __all__ = [
     "SessionInfo",
     "SessionList",
     "SessionPatch",
+    "UninjectRequest",
+    "UninjectResult",
     "error_responses",
 ]
 
@@ -109,6 +115,27 @@ class ChatRequest(_Body):
     _blank = field_validator("message")(_not_blank)
 
 
+class ChatUsage(BaseModel):
+    """Token usage of one run; the cache counts subdivide ``input_tokens``."""
+
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    requests: int
+    last_input_tokens: int | None
+    """The final model call's prompt size (not a sum): how full the context is now."""
+
+
+class ChatResponse(BaseModel):
+    """``POST /api/chat``: the run's output (JSON-safe), its chat and its usage."""
+
+    output: Any
+    session_id: str
+    usage: ChatUsage
+
+
 class ApproveRequest(_Body):
     session_id: str = Field(pattern=SESSION_ID_PATTERN)
     call_id: str = Field(min_length=1, max_length=256)
@@ -136,7 +163,33 @@ class InjectRequest(_Body):
 
 class InjectResult(BaseModel):
     id: int
-    """The mailbox token of the queued message."""
+    """The steering id of the queued message (pass it to ``uninject``)."""
+
+
+class UninjectRequest(_Body):
+    session_id: str = Field(pattern=SESSION_ID_PATTERN)
+    id: int
+    """The steering id ``inject`` returned."""
+
+
+class UninjectResult(BaseModel):
+    session_id: str
+    id: int
+
+
+class AnswerRequest(_Body):
+    """``POST /api/chat/answer``: the answer to the session's pending ``ask_human``."""
+
+    session_id: str = Field(pattern=SESSION_ID_PATTERN)
+    answer: str = Field(min_length=1, max_length=_MAX_MESSAGE_CHARS)
+
+    _blank = field_validator("answer")(_not_blank)
+
+
+class AnswerResult(BaseModel):
+    session_id: str
+    question_id: str
+    question: str
 
 
 class SessionInfo(BaseModel):

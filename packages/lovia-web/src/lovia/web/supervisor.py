@@ -24,15 +24,24 @@ Rules it keeps:
 * A chat's runs share one workspace session (``workspaces``, a ``WorkspaceRegistry``): the
   agent runs as ``workspaces.agent_for(session_id, agent)``, so background processes outlive
   a run; ``stop`` (the chat is deleted) and ``aclose`` close the chat's session.
-* ``cancel`` stops a run and forgets its checkpoint; ``aclose`` (server shutdown) cancels
-  every run cooperatively but keeps its checkpoint and the chat's ``active_run_id``, and logs
-  no ``done`` for it: ``resume`` (after a restart) continues the same run id and seq.
+* ``cancel`` stops a run; its completed turns and partial transcript (dangling calls
+  trimmed) join the session, and its checkpoint is forgotten. A failed run keeps its partial
+  transcript the same way. ``aclose`` (server shutdown) cancels every run cooperatively but
+  keeps its checkpoint and the chat's ``active_run_id``, and logs no ``done`` for it:
+  ``resume`` (after a restart) continues the same run id and seq.
+* A configured ``budget`` is a template: each run gets ``budget.fresh()``.
+* ``todo_write`` results are logged as ``todo`` records instead of ``tool_result``.
+* ``run_blocking`` runs one message in the request (``POST /api/chat``), not as a task: it
+  reserves the session as a live run does, so neither kind can start over the other. It
+  checkpoints only so that a failure keeps its turns so far, as a streamed run's does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -44,7 +53,15 @@ from lovia.exceptions import RunCancelled, UserError
 from lovia.messages import user
 from lovia.parts import ContentPart, text_of
 from lovia.runner import RunInput, Runner
+from lovia.runtime.checkpoint import segment_meta
+from lovia.session import read_segments
 from lovia.steering import Mailbox
+from lovia.transcript import (
+    InputEntry,
+    drop_dangling_tool_calls,
+    entry_to_dict,
+    input_to_entries,
+)
 
 from .approvals import ApprovalRegistry
 from .errors import CapacityExceeded, NotFound, RunConflict
@@ -55,12 +72,14 @@ from .workspaces import WorkspaceRegistry
 
 if TYPE_CHECKING:
     from lovia.agent import Agent
-    from lovia.runtime.result import RunHandle
+    from lovia.budget import RunBudget
+    from lovia.runtime.result import RunHandle, RunResult
 
     from .lifecycle import RunLifecycle
-    from .store.base import ChatStore
+    from .questions import QuestionRegistry
+    from .store.base import ChatMeta, ChatStore
 
-__all__ = ["LiveRun", "RunSupervisor", "StartedRun"]
+__all__ = ["LiveRun", "RunSupervisor", "Snapshot", "StartedRun"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +94,13 @@ class LiveRun:
     session_id: str
     agent: str
     mailbox: Mailbox = field(default_factory=Mailbox)
+    source: str = "chat"
+    """What started it: ``"chat"``, ``"resume"``, or a caller's own tag (``"schedule"``, ...)."""
+    prompt: list[dict[str, Any]] = field(default_factory=list)
+    """The run's input as transcript entries (JSON): what a reconnect's snapshot shows
+    before the run's own events, so the user message is shown exactly once."""
+    injected: dict[int, int] = field(default_factory=dict)
+    """Steering ids handed out by ``inject`` -> the mailbox tokens they stand for."""
     task: asyncio.Task[None] | None = None
     handle: RunHandle[Any] | None = None
     log: RunLog | None = None
@@ -82,10 +108,18 @@ class LiveRun:
     """Whether this run continues an interrupted one from its checkpoint."""
     stop_reason: str | None = None
     """Why the supervisor stopped it: ``"cancel"`` (a client) or ``"shutdown"``."""
-    source: str = "chat"
-    """What started it: ``"chat"``, or a caller's own tag (``"schedule"``, ``"subagent"``)."""
     runner_agent: Agent[Any] | None = None
     """A child run's own agent object (``start_child``), run instead of ``agents[agent]``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What a reconnecting client is shown before the live events: the session's completed
+    turns (``entries``, the live run's input last) and the live run, if any."""
+
+    session_id: str
+    entries: list[dict[str, Any]]
+    run: LiveRun | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +128,23 @@ class StartedRun:
 
     run: LiveRun
     attached: bool
+
+
+def _input_entries(input: RunInput) -> list[dict[str, Any]]:
+    return [
+        entry_to_dict(e)
+        for e in input_to_entries(input)
+        if isinstance(e, InputEntry) and e.role == "user"
+    ]
+
+
+def _todo_tool_names(agent: Agent[Any]) -> frozenset[str]:
+    """``todo_write`` plus the tool name of every ``Todo`` plugin the agent has."""
+    from lovia.plugins.todo import Todo
+
+    names = {"todo_write"}
+    names.update(p.tool_name for p in agent.plugins if isinstance(p, Todo))
+    return frozenset(names)
 
 
 class RunSupervisor:
@@ -106,10 +157,12 @@ class RunSupervisor:
         *,
         hub: EventHub | None = None,
         approvals: ApprovalRegistry | None = None,
+        questions: QuestionRegistry | None = None,
         max_background_runs: int = 8,
         max_turns: int = 50,
         lifecycle: RunLifecycle | None = None,
         workspaces: WorkspaceRegistry | None = None,
+        budget: RunBudget | None = None,
     ) -> None:
         if not agents:
             raise UserError("RunSupervisor needs at least one agent", hint="pass {name: Agent}")
@@ -122,14 +175,19 @@ class RunSupervisor:
         self.store = store
         self.hub = hub or EventHub()
         self.approvals = approvals or ApprovalRegistry()
+        self.questions = questions
         self.max_background_runs = max_background_runs
         self.max_turns = max_turns
         self.lifecycle = lifecycle
         """Told when a run's slot is reserved and released (run records, ``/api/events``)."""
         self.workspaces = workspaces or WorkspaceRegistry()
         """Each chat's bound workspace session (its background processes outlive a run)."""
+        self.budget = budget
         self._live: dict[str, LiveRun] = {}
+        self._blocking: set[str] = set()
         self._closing = False
+        # Steering ids: unique across runs, and (seeded from the clock) across restarts.
+        self._inject_ids = itertools.count(time.time_ns() // 1_000_000)
 
     def __repr__(self) -> str:
         return f"RunSupervisor(live={len(self._live)}/{self.max_background_runs})"
@@ -146,6 +204,30 @@ class RunSupervisor:
     def live_runs(self) -> list[LiveRun]:
         return list(self._live.values())
 
+    def busy(self, session_id: str) -> bool:
+        """Whether a live run or a blocking chat owns the session right now."""
+        return session_id in self._live or session_id in self._blocking
+
+    async def resolve_agent(self, session_id: str | None, requested: str | None) -> str:
+        """The agent a message to ``session_id`` runs with: the chat's stored agent while this
+        server has it, else ``requested``, else the only agent. Raises ``NotFound``."""
+        meta = await self.store.get_session(session_id) if session_id is not None else None
+        return self._agent_of(meta, requested)
+
+    def _agent_of(self, meta: ChatMeta | None, requested: str | None) -> str:
+        if meta is not None and meta.agent in self.agents:
+            return meta.agent
+        name = requested if requested is not None else self.default_agent
+        if name is None or name not in self.agents:
+            raise NotFound(
+                f"unknown agent {name!r}" if name else "this server has several agents",
+                hint=f"pass one of: {', '.join(sorted(self.agents))}",
+            )
+        return name
+
+    def _fresh_budget(self) -> RunBudget | None:
+        return self.budget.fresh() if self.budget is not None else None
+
     # -- start -----------------------------------------------------------------------------
 
     async def start(
@@ -155,19 +237,49 @@ class RunSupervisor:
         session_id: str | None = None,
         agent: str | None = None,
         source: str = "chat",
+        mailbox: Mailbox | None = None,
     ) -> StartedRun:
         """Start a run of ``message`` in the session, or attach it to the session's live run.
 
         A session whose run a restart interrupted resumes that run first, and the message
-        joins it. Raises ``NotFound`` for an unknown agent and ``CapacityExceeded`` when every
-        slot is taken (or the server is shutting down).
+        joins it. ``source`` tags the run (``"chat"``; a scheduler passes its own);
+        ``mailbox`` lets a caller keep the run's mailbox. Raises ``NotFound`` for an unknown
+        agent, ``RunConflict`` while a blocking chat holds the session and
+        ``CapacityExceeded`` when every slot is taken (or the server is shutting down).
         """
+        self._refuse_blocking(session_id)
+        meta = None
         if session_id is not None and session_id not in self._live:
-            await self.resume(session_id)  # an interrupted run continues; the message joins it
+            meta = await self.store.get_session(session_id)
+            if meta is not None and meta.active_run_id is not None:
+                await self.resume(session_id)  # an interrupted run continues; the message joins
+        # From here to ``_launch``'s reservation nothing awaits: no other start can slip in.
         live = self._live.get(session_id) if session_id is not None else None
-        if live is not None:
+        if live is not None:  # a live run (maybe one another start launched meanwhile)
             live.mailbox.push(message)
             return StartedRun(live, attached=True)
+        self._refuse_blocking(session_id)  # a blocking chat may have taken it meanwhile
+        self._check_capacity()
+        name = self._agent_of(meta, agent)
+        input: RunInput = message if isinstance(message, str) else [user(message)]
+        run = await self._launch(
+            session_id or uuid4().hex,
+            name,
+            input,
+            title=_provisional_title(text_of(message)),
+            source=source,
+            mailbox=mailbox,
+        )
+        return StartedRun(run, attached=False)
+
+    def _refuse_blocking(self, session_id: str | None) -> None:
+        if session_id is not None and session_id in self._blocking:
+            raise RunConflict(
+                f"session {session_id!r} is busy with a blocking chat",
+                hint="wait for POST /api/chat to answer",
+            )
+
+    def _check_capacity(self) -> None:
         if self._closing:
             raise CapacityExceeded("the server is shutting down", hint="retry in a moment")
         if len(self._live) >= self.max_background_runs:
@@ -175,18 +287,6 @@ class RunSupervisor:
                 f"all {self.max_background_runs} background-run slots are busy",
                 hint="retry when a run has finished",
             )
-        name = agent if agent is not None else self.default_agent
-        if name is None or name not in self.agents:
-            raise NotFound(
-                f"unknown agent {name!r}" if name else "this server has several agents",
-                hint=f"pass one of: {', '.join(sorted(self.agents))}",
-            )
-        input: RunInput = message if isinstance(message, str) else [user(message)]
-        run = await self._launch(
-            session_id or uuid4().hex, name, input, title=_provisional_title(text_of(message))
-        )
-        run.source = source
-        return StartedRun(run, attached=False)
 
     async def resume(self, session_id: str) -> LiveRun | None:
         """The session's live run, or its interrupted run resumed from its checkpoint (after a
@@ -195,23 +295,40 @@ class RunSupervisor:
         Raises ``CapacityExceeded`` when a resume needs a slot and none is free.
         """
         live = self._live.get(session_id)
-        if live is not None:
+        if live is not None or session_id in self._blocking:
             return live
         meta = await self.store.get_session(session_id)
         if meta is None or meta.active_run_id is None or session_id in self._live:
             return self._live.get(session_id)
         run_id = meta.active_run_id
-        if await self.store.checkpointer.load(run_id) is None:  # died before its first save
+        snapshot = await self.store.checkpointer.load(run_id)
+        if snapshot is None:  # died before its first save
             await self.store.set_active_run(session_id, None, expected=run_id)
             return None
         if session_id in self._live:  # a concurrent start or resume got there first
             return self._live[session_id]
+        if session_id in self._blocking:  # a blocking chat took it meanwhile
+            return None
         if self._closing or len(self._live) >= self.max_background_runs:
             raise CapacityExceeded(
                 f"no free slot to resume run {run_id!r}", hint="retry when a run has finished"
             )
         agent = meta.agent if meta.agent in self.agents else next(iter(self.agents))
-        return await self._launch(session_id, agent, [], title=meta.title, resume_run=run_id)
+        prompt = []
+        for entry in snapshot.entries:  # the run's input: the entries before its first reply
+            if not isinstance(entry, InputEntry):
+                break
+            if entry.role == "user":
+                prompt.append(entry_to_dict(entry))
+        return await self._launch(
+            session_id,
+            agent,
+            [],
+            title=meta.title,
+            resume_run=run_id,
+            source="resume",
+            prompt=prompt,
+        )
 
     async def _launch(
         self,
@@ -221,13 +338,28 @@ class RunSupervisor:
         *,
         title: str,
         resume_run: str | None = None,
+        source: str = "chat",
+        mailbox: Mailbox | None = None,
+        prompt: list[dict[str, Any]] | None = None,
+        runner_agent: Agent[Any] | None = None,
     ) -> LiveRun:
         # Reserve the slot before the first await, so a concurrent start attaches to it.
-        run = LiveRun(run_id=resume_run or uuid4().hex, session_id=session_id, agent=agent)
+        run = LiveRun(
+            run_id=resume_run or uuid4().hex,
+            session_id=session_id,
+            agent=agent,
+            source=source,
+            prompt=prompt if prompt is not None else _input_entries(input),
+            runner_agent=runner_agent,
+        )
+        if mailbox is not None:
+            run.mailbox = mailbox
         run.resumed = resume_run is not None
         self._live[session_id] = run
         self.hub.open(run.run_id)
         try:
+            if self.questions is not None:
+                self.questions.ensure_started()
             meta = await self.store.get_session(session_id)
             if meta is None:
                 await self.store.create_session(session_id, agent=agent, title=title)
@@ -243,6 +375,70 @@ class RunSupervisor:
         run.task = asyncio.create_task(self._drive(run, input), name=f"lovia-run-{run.run_id}")
         return run
 
+    # -- blocking chat ---------------------------------------------------------------------
+
+    async def run_blocking(
+        self,
+        message: str | list[ContentPart],
+        *,
+        session_id: str | None = None,
+        agent: str | None = None,
+    ) -> tuple[str, RunResult[Any]]:
+        """Run ``message`` (text, or parts such as resolved attachments) to its end in the
+        caller's task (no log, no hub, no checkpoint); returns the session id and the result.
+        Raises ``RunConflict`` while a live run or another blocking chat holds the session,
+        ``NotFound`` for an unknown agent.
+        """
+        if session_id is not None and self.busy(session_id):
+            raise RunConflict(
+                f"session {session_id!r} has a run in progress",
+                hint="stream it (POST /api/chat/reconnect) or cancel it first",
+            )
+        if session_id is not None:
+            meta = await self.store.get_session(session_id)
+            if meta is not None and meta.active_run_id is not None:
+                raise RunConflict(
+                    f"session {session_id!r} has an interrupted run",
+                    hint="resume it with POST /api/chat/reconnect, or cancel it",
+                )
+        name = await self.resolve_agent(session_id, agent)
+        sid = session_id or uuid4().hex
+        if self.busy(sid):
+            raise RunConflict(f"session {sid!r} has a run in progress")
+        self._blocking.add(sid)
+        try:
+            if await self.store.get_session(sid) is None:
+                title = _provisional_title(text_of(message))
+                await self.store.create_session(sid, agent=name, title=title)
+            run_id = uuid4().hex
+            try:
+                result = await Runner.run(
+                    await self.workspaces.agent_for(sid, self.agents[name]),
+                    message if isinstance(message, str) else [user(message)],
+                    session=self.store.session,
+                    session_id=sid,
+                    max_turns=self.max_turns,
+                    budget=self._fresh_budget(),
+                    checkpoint=CheckpointOptions(
+                        checkpointer=self.store.checkpointer,
+                        run_id=run_id,
+                        if_run_exists="fail",
+                        delete_on_success=True,
+                    ),
+                )
+            except BaseException:  # failed or cancelled: keep its turns so far, as a stream's
+                await asyncio.shield(self._keep_partial_quietly(sid, run_id))
+                raise
+        finally:
+            self._blocking.discard(sid)
+        return sid, result
+
+    async def _keep_partial_quietly(self, session_id: str, run_id: str) -> None:
+        try:
+            await self._keep_partial(session_id, run_id)
+        except Exception:
+            logger.exception("could not keep the partial turns of run %s", run_id)
+
     # -- the run's task --------------------------------------------------------------------
 
     async def _drive(self, run: LiveRun, input: RunInput) -> None:
@@ -253,6 +449,7 @@ class RunSupervisor:
             agent = await self.workspaces.agent_for(
                 run.session_id, run.runner_agent or self.agents[run.agent]
             )
+            todo_tools = _todo_tool_names(agent)
             handle = Runner.stream(
                 agent,
                 input,
@@ -266,6 +463,7 @@ class RunSupervisor:
                 ),
                 mailbox=run.mailbox,
                 max_turns=self.max_turns,
+                budget=self._fresh_budget(),
             )
             run.handle = handle
             if run.stop_reason is not None:  # stopped while it was being set up
@@ -274,7 +472,7 @@ class RunSupervisor:
                 if isinstance(event, (RunCompleted, RunFailed)):
                     terminal = records_of(event)
                     continue
-                for kind, data in records_of(event):
+                for kind, data in records_of(event, todo_tools=todo_tools):
                     await run.log.put(kind, data)
                 if isinstance(event, ApprovalRequired):
                     await self.approvals.wait(run.session_id, event)
@@ -291,8 +489,23 @@ class RunSupervisor:
                 ]
             await self._finish(run, terminal)
 
+    async def _keep_partial(self, session_id: str, run_id: str) -> None:
+        """Append what the checkpoint of an unfinished run holds to the session (dangling
+        calls trimmed), then forget the checkpoint. The append is idempotent by run id, so a
+        run finalised whose own session append failed is stored whole, not dropped."""
+        snapshot = await self.store.checkpointer.load(run_id)
+        if snapshot is not None:
+            entries = drop_dangling_tool_calls(snapshot.entries)
+            if entries:
+                head = snapshot.head
+                meta = segment_meta(head.context_state, head.notices, head.last_input_tokens)
+                await self.store.session.append(session_id, entries, run_id=run_id, meta=meta)
+        await self.store.checkpointer.delete(run_id)
+
     async def _finish(self, run: LiveRun, terminal: list[tuple[str, dict[str, Any]]]) -> None:
         self.approvals.release(run.session_id, reason="the run ended")
+        if self.questions is not None:
+            self.questions.sweep(run.session_id, reason="the run ended")
         status = terminal[-1][1].get("status")
         # Interrupted by a shutdown: the pointer, the checkpoint and an open-ended log stay,
         # so ``resume`` continues the same run (and the same seq) after a restart.
@@ -302,9 +515,9 @@ class RunSupervisor:
             terminal = []
         try:
             if not interrupted:
-                await self.store.set_active_run(run.session_id, None, expected=run.run_id)
                 if status != "completed":
-                    await self.store.checkpointer.delete(run.run_id)
+                    await self._keep_partial(run.session_id, run.run_id)
+                await self.store.set_active_run(run.session_id, None, expected=run.run_id)
         except Exception:  # cleanup must not keep the slot or the watchers
             logger.exception("could not clear run %s of session %s", run.run_id, run.session_id)
         finally:
@@ -347,12 +560,30 @@ class RunSupervisor:
         if self._closing:
             return None
         try:
-            return await self._launch(run.session_id, run.agent, leftovers, title="")
+            return await self._launch(
+                run.session_id, run.agent, leftovers, title="", source=run.source
+            )
         except Exception:  # the messages are lost, but the finished run must still close
             logger.exception("could not chain the leftovers of run %s", run.run_id)
             return None
 
     # -- watching --------------------------------------------------------------------------
+
+    async def snapshot(self, session_id: str) -> Snapshot:
+        """The session's completed turns and its live run (resumed first if a restart
+        interrupted it). The live run's own segment is left out even if it has just been
+        stored, so its entries reach the client once: through its replayed events."""
+        run = self._live.get(session_id) or await self.resume(session_id)
+        segments = await read_segments(self.store.session, session_id)
+        entries = [
+            entry_to_dict(e)
+            for seg in segments
+            if run is None or seg.run_id != run.run_id
+            for e in seg.entries
+        ]
+        if run is not None:
+            entries.extend(run.prompt)
+        return Snapshot(session_id, entries, run)
 
     async def follow(self, run_id: str, *, after: int = 0) -> AsyncIterator[EventRecord]:
         """The run's records with ``seq > after``: the logged ones, then live ones until the
@@ -387,14 +618,41 @@ class RunSupervisor:
         return run
 
     def inject(self, session_id: str, message: str) -> int:
-        """Queue ``message`` into the live run's mailbox; returns its mailbox token."""
-        return self._require_live(session_id).mailbox.push(message)
+        """Queue ``message`` into the live run's mailbox; returns its steering id (for
+        ``uninject``)."""
+        run = self._require_live(session_id)
+        token = run.mailbox.push(message)
+        inject_id = next(self._inject_ids)
+        run.injected[inject_id] = token
+        return inject_id
+
+    def uninject(self, session_id: str, inject_id: int) -> bool:
+        """Withdraw a message ``inject`` queued, unless the run has taken it already;
+        ``False`` when it has (or the id is unknown, or no run is live)."""
+        run = self._live.get(session_id)
+        if run is None:
+            return False
+        token = run.injected.pop(inject_id, None)
+        return token is not None and run.mailbox.remove(token)
 
     def cancel(self, session_id: str) -> LiveRun:
         """Cancel the session's live run (raises ``NotFound`` without one); returns it."""
         run = self._require_live(session_id)
         self._stop(run, "cancel")
         return run
+
+    async def clear_stranded(self, session_id: str) -> str | None:
+        """With no live run, forget the session's interrupted run (its checkpoint's turns
+        join the session, as a cancel's would); returns its id, ``None`` if there is none."""
+        if self.busy(session_id):
+            return None
+        meta = await self.store.get_session(session_id)
+        if meta is None or meta.active_run_id is None:
+            return None
+        run_id = meta.active_run_id
+        await self._keep_partial(session_id, run_id)
+        await self.store.set_active_run(session_id, None, expected=run_id)
+        return run_id
 
     async def stop(self, session_id: str) -> None:
         """Cancel the session's live run, if any, and wait until its task has ended; then
@@ -417,6 +675,8 @@ class RunSupervisor:
             self.approvals.abandon(run.session_id)
         else:
             self.approvals.release(run.session_id, reason="the run was cancelled")
+            if self.questions is not None:
+                self.questions.sweep(run.session_id, reason="the run was cancelled")
 
     async def aclose(self) -> None:
         """Stop every run cooperatively (checkpoints kept); cancel stragglers after a grace."""
@@ -425,15 +685,15 @@ class RunSupervisor:
         for run in runs:
             self._stop(run, "shutdown")
         tasks = [run.task for run in runs if run.task is not None]
-        if not tasks:
-            await self.workspaces.aclose()  # background processes die with the server
-            return
-        _, stragglers = await asyncio.wait(tasks, timeout=_SHUTDOWN_GRACE_SECONDS)
-        for task in stragglers:
-            task.cancel()
-        if stragglers:
-            await asyncio.wait(stragglers)
-        await self.workspaces.aclose()
+        if tasks:
+            _, stragglers = await asyncio.wait(tasks, timeout=_SHUTDOWN_GRACE_SECONDS)
+            for task in stragglers:
+                task.cancel()
+            if stragglers:
+                await asyncio.wait(stragglers)
+        if self.questions is not None:
+            await self.questions.aclose()
+        await self.workspaces.aclose()  # background processes die with the server
 
     # -- subagent children -----------------------------------------------------------------
 
@@ -454,8 +714,12 @@ class RunSupervisor:
                 f"all {self.max_background_runs} background-run slots are busy",
                 hint="retry when a run has finished",
             )
-        run = await self._launch(session_id, agent.name, message, title="")
-        # ``_launch`` returns right after creating the run's task, which has not started yet:
-        # these fields are in place before ``_drive`` reads them.
-        run.runner_agent, run.mailbox, run.source = agent, mailbox, "subagent"
-        return run
+        return await self._launch(
+            session_id,
+            agent.name,
+            message,
+            title="",
+            source="subagent",
+            mailbox=mailbox,
+            runner_agent=agent,
+        )

@@ -13,7 +13,7 @@ from sse_starlette import ServerSentEvent
 
 from ..eventlog import EventRecord
 
-__all__ = ["session_frame", "sse_frame"]
+__all__ = ["session_frame", "snapshot_frame", "sse_frame"]
 
 
 def _json(data: dict[str, Any]) -> str:
@@ -24,7 +24,14 @@ def sse_frame(record: EventRecord) -> ServerSentEvent:
     return ServerSentEvent(data=_json(record.data), event=record.type, id=str(record.seq))
 
 
-def session_frame(*, session_id: str, run_id: str, attached: bool, after: int) -> ServerSentEvent:
+def session_frame(
+    *, session_id: str, run_id: str | None, attached: bool, after: int
+) -> ServerSentEvent:
     """The first frame of a stream; its ``id`` is the position the stream resumes after."""
     data = {"session_id": session_id, "run_id": run_id, "attached": attached}
     return ServerSentEvent(data=_json(data), event="session", id=str(after))
+
+
+def snapshot_frame(data: dict[str, Any]) -> ServerSentEvent:
+    """A reconnect's ``snapshot``: no ``id``, so it leaves the client's last id alone."""
+    return ServerSentEvent(data=_json(data), event="snapshot")

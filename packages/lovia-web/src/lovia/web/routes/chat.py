@@ -1,35 +1,67 @@
-"""``/api/chat/*``: stream (start or attach, and resume), approve, cancel, inject."""
+"""``/api/chat*``: blocking chat, stream (start or attach, resume, reconnect), approve,
+answer, cancel, inject and uninject."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Header, Query
+from lovia.exceptions import LoviaError, UserError
+from lovia.transcript import to_json_safe
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..attachments import chat_input
 from ..deps import State, WebState
-from ..encoders.sse import session_frame, sse_frame
-from ..errors import NotFound, RunConflict
+from ..encoders.sse import session_frame, snapshot_frame, sse_frame
+from ..errors import NotFound, RunConflict, WebError
+from ..eventlog import error_record
 from ..models import (
     SESSION_ID_PATTERN,
+    AnswerRequest,
+    AnswerResult,
     ApproveRequest,
     ApproveResult,
     CancelResult,
     ChatRequest,
+    ChatResponse,
+    ChatUsage,
     InjectRequest,
     InjectResult,
+    UninjectRequest,
+    UninjectResult,
     error_responses,
 )
-from ..supervisor import RunSupervisor
+from ..supervisor import RunSupervisor, Snapshot
 
-__all__ = ["approve", "cancel", "inject", "resume_stream", "router", "start_stream"]
+__all__ = [
+    "RunFailedError",
+    "answer",
+    "approve",
+    "cancel",
+    "chat",
+    "inject",
+    "reconnect",
+    "resume_stream",
+    "router",
+    "start_stream",
+    "uninject",
+]
 
 router = APIRouter(prefix="/api/chat")
+logger = logging.getLogger(__name__)
+
+
+class RunFailedError(WebError):
+    """A blocking chat's run failed (the model, a budget, ...): 502, naming the error."""
+
+    status = 502
+
 
 _PING_SECONDS = 15
 _ERRORS = error_responses(404, 409, 422, 429)
+_CHAT_ERRORS = error_responses(404, 409, 422, 502)
 _STREAM: dict[int | str, dict[str, Any]] = {
     200: {"content": {"text/event-stream": {}}, "description": "an SSE stream"},
     **_ERRORS,
@@ -37,11 +69,75 @@ _STREAM: dict[int | str, dict[str, Any]] = {
 
 
 async def _frames(
-    supervisor: RunSupervisor, *, session_id: str, run_id: str, attached: bool, after: int
+    supervisor: RunSupervisor,
+    *,
+    session_id: str,
+    run_id: str | None,
+    attached: bool,
+    after: int,
+    snapshot: Snapshot | None = None,
 ) -> AsyncIterator[ServerSentEvent]:
     yield session_frame(session_id=session_id, run_id=run_id, attached=attached, after=after)
-    async for record in supervisor.follow(run_id, after=after):
-        yield sse_frame(record)
+    if snapshot is not None:
+        yield snapshot_frame(_snapshot_data(supervisor, snapshot))
+    if run_id is not None:
+        async for record in supervisor.follow(run_id, after=after):
+            yield sse_frame(record)
+
+
+def _snapshot_data(supervisor: RunSupervisor, snapshot: Snapshot) -> dict[str, Any]:
+    run = snapshot.run
+    data: dict[str, Any] = {
+        "session_id": snapshot.session_id,
+        "run_id": run.run_id if run is not None else None,
+        "entries": snapshot.entries,
+        "pending_approvals": supervisor.approvals.pending(snapshot.session_id),
+        "pending_question": None,
+    }
+    question = supervisor.questions.pending(snapshot.session_id) if supervisor.questions else None
+    if question is not None:
+        data["pending_question"] = {
+            "id": question.id,
+            "question": question.question,
+            "options": [{"label": o.label, "description": o.description} for o in question.options],
+            "multi_select": question.multi_select,
+        }
+    return data
+
+
+@router.post("", response_model=ChatResponse, responses=_CHAT_ERRORS)
+async def chat(body: ChatRequest, state: State) -> ChatResponse:
+    """Run the message to its end and answer with the output (no stream, no supervision).
+
+    409 while a run (streamed or blocking) owns the session; 502 when the run fails.
+    """
+    message = await chat_input(state.supervisor, body)  # attachments resolved
+    try:
+        session_id, result = await state.supervisor.run_blocking(
+            message, session_id=body.session_id, agent=body.agent
+        )
+    except (WebError, UserError):
+        raise
+    except LoviaError as exc:  # the run failed: what the stream's ``error`` event would say
+        error = error_record(exc)
+        raise RunFailedError(f"the run failed: {error['type']}: {error['message']}") from exc
+    except Exception as exc:  # a bug in a tool or a provider: its message may hold internals
+        logger.exception("blocking chat of session %s failed", body.session_id)
+        raise RunFailedError(f"the run failed: {type(exc).__name__}") from exc
+    usage = result.usage
+    return ChatResponse(
+        output=to_json_safe(result.output),
+        session_id=session_id,
+        usage=ChatUsage(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            total_tokens=usage.total_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            requests=usage.requests,
+            last_input_tokens=result.last_input_tokens,
+        ),
+    )
 
 
 @router.post("/stream", response_class=EventSourceResponse, responses=_STREAM)
@@ -102,6 +198,52 @@ async def resume_stream(
     return EventSourceResponse(frames, ping=_PING_SECONDS)
 
 
+@router.post("/reconnect", response_class=EventSourceResponse, responses=_STREAM)
+async def reconnect(
+    state: State, session_id: str = Query(pattern=SESSION_ID_PATTERN)
+) -> EventSourceResponse:
+    """Re-attach to the chat: ``session``, then a ``snapshot`` (the completed turns as
+    transcript entries, the live run's input last), then the live run's events from its
+    first (a pending ``approval_required`` included) and the live ones after them.
+
+    A run a restart interrupted is resumed from its checkpoint first. With no run at all the
+    stream ends after the snapshot.
+    """
+    if await state.store.get_session(session_id) is None:
+        raise NotFound(f"unknown session {session_id!r}")
+    snapshot = await state.supervisor.snapshot(session_id)
+    run_id = snapshot.run.run_id if snapshot.run is not None else None
+    frames = _frames(
+        state.supervisor,
+        session_id=session_id,
+        run_id=run_id,
+        attached=True,
+        after=0,
+        snapshot=snapshot,
+    )
+    return EventSourceResponse(frames, ping=_PING_SECONDS)
+
+
+@router.post("/answer", response_model=AnswerResult, responses=_ERRORS)
+async def answer(body: AnswerRequest, state: State) -> AnswerResult:
+    """Answer the ``ask_human`` question the session's run waits on."""
+    questions = state.supervisor.questions
+    if questions is None:
+        raise NotFound(
+            "this server has no question channel",
+            hint="pass create_app(question_channel=...) with the channel of ask_human",
+        )
+    question = questions.answer(body.session_id, body.answer)
+    if question is None:
+        raise NotFound(
+            f"no question pending in session {body.session_id!r}",
+            hint="it may have been answered already or timed out",
+        )
+    return AnswerResult(
+        session_id=body.session_id, question_id=question.id, question=question.question
+    )
+
+
 @router.post("/approve", response_model=ApproveResult, responses=_ERRORS)
 async def approve(body: ApproveRequest, state: State) -> ApproveResult:
     """Decide a gated tool call the session's run waits on."""
@@ -125,9 +267,14 @@ async def _live_or_error(state: WebState, session_id: str) -> None:
 
 @router.post("/cancel", response_model=CancelResult, responses=_ERRORS)
 async def cancel(state: State, session_id: str = Query(pattern=SESSION_ID_PATTERN)) -> CancelResult:
-    """Cancel the session's live run (it ends with ``error`` then ``done``, ``cancelled``)."""
+    """Cancel the session's live run (it ends with ``error`` then ``done``, ``cancelled``;
+    its turns so far stay in the chat). With no live run, a run a restart left interrupted
+    is forgotten the same way; 404 when there is neither."""
     if state.supervisor.live(session_id) is None:
-        raise NotFound(f"session {session_id!r} has no live run")
+        stranded = await state.supervisor.clear_stranded(session_id)
+        if stranded is None:
+            raise NotFound(f"session {session_id!r} has no live run")
+        return CancelResult(session_id=session_id, run_id=stranded)
     run = state.supervisor.cancel(session_id)
     return CancelResult(session_id=session_id, run_id=run.run_id)
 
@@ -137,3 +284,14 @@ async def inject(body: InjectRequest, state: State) -> InjectResult:
     """Queue a message into the live run; it becomes a user entry at the next turn."""
     await _live_or_error(state, body.session_id)
     return InjectResult(id=state.supervisor.inject(body.session_id, body.message))
+
+
+@router.post("/uninject", response_model=UninjectResult, responses=_ERRORS)
+async def uninject(body: UninjectRequest, state: State) -> UninjectResult:
+    """Withdraw a message ``inject`` queued, while the run has not taken it yet."""
+    if not state.supervisor.uninject(body.session_id, body.id):
+        raise NotFound(
+            f"no queued message {body.id} in session {body.session_id!r}",
+            hint="the run may have taken it already",
+        )
+    return UninjectResult(session_id=body.session_id, id=body.id)
