@@ -44,4 +44,4 @@ def build() -> FastAPI:
     if os.environ["LOVIA_KILL_PHASE"] == "first":
         script = [call("note"), call("block"), *script]
     agent = Agent(name="helper", model=ScriptedProvider(script), tools=[note, block])
-    return create_app(agent, db_path=os.environ["LOVIA_KILL_DB"])
+    return create_app(agent, db_path=os.environ["LOVIA_KILL_DB"], generate_titles=False)

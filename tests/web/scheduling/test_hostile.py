@@ -108,7 +108,12 @@ async def test_two_apps_on_one_file_race_their_loops(tmp_path: Path) -> None:
 
     db = tmp_path / "apps.db"
     apps = [
-        create_app(scripted_agent(*(text("x") for _ in range(60))), db_path=db, scheduler_poll=None)
+        create_app(
+            scripted_agent(*(text("x") for _ in range(60))),
+            db_path=db,
+            generate_titles=False,
+            scheduler_poll=None,
+        )
         for _ in range(2)
     ]
     lifespans = [app.router.lifespan_context(app) for app in apps]

@@ -261,7 +261,9 @@ def test_a_non_positive_poll_is_refused(tmp_path: Any) -> None:
 
     for poll in (0, -1.0):
         with pytest.raises(UserError, match="scheduler_poll"):
-            create_app(texts(0), db_path=tmp_path / "x.db", scheduler_poll=poll)
+            create_app(
+                texts(0), db_path=tmp_path / "x.db", generate_titles=False, scheduler_poll=poll
+            )
 
 
 async def test_a_skipped_slot_does_not_count_toward_max_fires(make_rig: Any) -> None:
@@ -295,7 +297,7 @@ async def test_scheduling_without_a_store_offers_no_tools_until_an_app_binds_it(
     agent = Agent(name="helper", model=model, plugins=[plugin])
     assert (await Runner.run(agent, "hi")).output == "plain"  # no store: no tools, no crash
     assert "schedule_run" not in model.tools[0]
-    app = create_app(agent, db_path=tmp_path / "c.db", scheduler_poll=None)
+    app = create_app(agent, db_path=tmp_path / "c.db", generate_titles=False, scheduler_poll=None)
     await asgi_client(app)  # the lifespan binds the app's store
     assert plugin.store is app.state.lovia.store
     await Runner.run(agent, "hi again")

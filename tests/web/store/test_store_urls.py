@@ -1,5 +1,5 @@
 """Building a chat store: ``ChatStore.from_url`` and the constructors, the missing-extra
-error, and ``create_app(db_path=...)`` with a PostgreSQL URL."""
+error, and ``create_app(db_path=..., generate_titles=False)`` with a PostgreSQL URL."""
 
 from __future__ import annotations
 
@@ -81,7 +81,11 @@ async def test_a_postgres_url_takes_its_schema(pg_dsn: str, pg_schema: str) -> N
 async def test_create_app_serves_from_a_postgres_url(
     pg_dsn: str, pg_schema: str, asgi_client: Any
 ) -> None:
-    app = create_app(scripted_agent(text("hello back")), db_path=f"{pg_dsn}?schema={pg_schema}")
+    app = create_app(
+        scripted_agent(text("hello back")),
+        db_path=f"{pg_dsn}?schema={pg_schema}",
+        generate_titles=False,
+    )
     store = app.state.lovia.store
     assert isinstance(store, PostgresChatStore)
     client = await asgi_client(app)

@@ -53,7 +53,7 @@ def test_wiring_is_idempotent_and_leaves_custom_plugins_alone(tmp_path: Path) ->
     default = Subagents()
     custom = Subagents(deliver=lambda report: None)
     lead = Agent(name="lead", model=ScriptedProvider([]), plugins=[default, custom])
-    app = create_app(lead, db_path=tmp_path / "c.db", wire_subagents=True)
+    app = create_app(lead, db_path=tmp_path / "c.db", generate_titles=False, wire_subagents=True)
     wiring = app.state.lovia_background.subagents
     assert isinstance(wiring, SupervisedSubagents)
     assert default.run_child == wiring.run_child and default.deliver == wiring.deliver
@@ -74,7 +74,13 @@ async def test_a_child_runs_in_a_task_session_and_its_report_starts_the_idle_par
         ]
     )
     lead = Agent(name="lead", model=lead_model, plugins=[Subagents([worker])])
-    app = create_app(lead, db_path=tmp_path / "c.db", wire_subagents=True, scheduler_poll=None)
+    app = create_app(
+        lead,
+        db_path=tmp_path / "c.db",
+        generate_titles=False,
+        wire_subagents=True,
+        scheduler_poll=None,
+    )
     lifespan = await started(app)
     try:
         supervisor = app.state.lovia.supervisor
@@ -112,7 +118,13 @@ async def test_a_report_joins_the_parents_live_run(tmp_path: Path) -> None:
     lead = Agent(
         name="lead", model=lead_model, plugins=[Subagents([worker])], tools=[parent_gate.tool]
     )
-    app = create_app(lead, db_path=tmp_path / "c.db", wire_subagents=True, scheduler_poll=None)
+    app = create_app(
+        lead,
+        db_path=tmp_path / "c.db",
+        generate_titles=False,
+        wire_subagents=True,
+        scheduler_poll=None,
+    )
     wiring = app.state.lovia_background.subagents
     original = wiring.deliver
 
@@ -155,7 +167,13 @@ async def test_cancel_subagent_cancels_the_supervised_child(tmp_path: Path) -> N
     lead = Agent(
         name="lead", model=lead_model, plugins=[Subagents([worker])], tools=[parent_gate.tool]
     )
-    app = create_app(lead, db_path=tmp_path / "c.db", wire_subagents=True, scheduler_poll=None)
+    app = create_app(
+        lead,
+        db_path=tmp_path / "c.db",
+        generate_titles=False,
+        wire_subagents=True,
+        scheduler_poll=None,
+    )
     lifespan = await started(app)
     try:
         supervisor = app.state.lovia.supervisor
@@ -184,7 +202,13 @@ async def test_a_failed_child_delivers_a_failure_report(tmp_path: Path) -> None:
         ]
     )
     lead = Agent(name="lead", model=lead_model, plugins=[Subagents([worker])])
-    app = create_app(lead, db_path=tmp_path / "c.db", wire_subagents=True, scheduler_poll=None)
+    app = create_app(
+        lead,
+        db_path=tmp_path / "c.db",
+        generate_titles=False,
+        wire_subagents=True,
+        scheduler_poll=None,
+    )
     lifespan = await started(app)
     try:
         await app.state.lovia.supervisor.start("go", session_id="parent")
@@ -202,7 +226,13 @@ async def test_delivery_to_a_gone_session_is_dropped_and_a_full_server_keeps_it(
     lead = Agent(
         name="lead", model=ScriptedProvider([call("wait_gate"), text("x")]), tools=[gate.tool]
     )
-    app = create_app(lead, db_path=tmp_path / "c.db", max_background_runs=1, scheduler_poll=None)
+    app = create_app(
+        lead,
+        db_path=tmp_path / "c.db",
+        generate_titles=False,
+        max_background_runs=1,
+        scheduler_poll=None,
+    )
     lifespan = await started(app)
     try:
         supervisor = app.state.lovia.supervisor
@@ -233,14 +263,22 @@ async def test_shutdown_cancels_children_and_leaves_no_resumable_task_session(
     )
     lead_model = ScriptedProvider([call("spawn_subagent", {"prompt": "slow"}), text("later")])
     lead = Agent(name="lead", model=lead_model, plugins=[Subagents([worker])])
-    app = create_app(lead, db_path=tmp_path / "c.db", wire_subagents=True, scheduler_poll=None)
+    app = create_app(
+        lead,
+        db_path=tmp_path / "c.db",
+        generate_titles=False,
+        wire_subagents=True,
+        scheduler_poll=None,
+    )
     lifespan = await started(app)
     store = app.state.lovia.store
     await app.state.lovia.supervisor.start("go", session_id="parent")
     await asyncio.wait_for(child_gate.entered.wait(), 10)
     (child,) = [r for r in app.state.lovia.supervisor.live_runs() if r.session_id != "parent"]
     await lifespan.__aexit__(None, None, None)
-    reopened = create_app(lead, db_path=tmp_path / "c.db", scheduler_poll=None)
+    reopened = create_app(
+        lead, db_path=tmp_path / "c.db", generate_titles=False, scheduler_poll=None
+    )
     lifespan = await started(reopened)
     try:
         meta = await reopened.state.lovia.store.get_session(child.session_id)
