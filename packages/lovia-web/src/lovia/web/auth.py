@@ -18,7 +18,7 @@ import hmac
 import ipaddress
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import Depends, HTTPException, Request
 from lovia.exceptions import UserError
@@ -31,6 +31,7 @@ __all__ = [
     "TokenLinkMiddleware",
     "authenticated",
     "credential_of",
+    "custom_auth_dependency",
     "generate_token",
     "host_of_header",
     "is_loopback",
@@ -164,7 +165,8 @@ def custom_auth_dependency(auth: Callable[..., Any]) -> Callable[..., Awaitable[
     """Wrap the embedder's ``auth`` dependency so a request it accepts counts as
     authenticated (``rebinding_guard`` then lets it through)."""
 
-    async def require_custom_auth(request: Request, _: Annotated[Any, Depends(auth)]) -> None:
+    # A default, not ``Annotated``: the annotations are strings here, and ``auth`` is local.
+    async def require_custom_auth(request: Request, _: Any = Depends(auth)) -> None:  # noqa: B008
         setattr(request.state, _AUTHENTICATED, True)
 
     return require_custom_auth
