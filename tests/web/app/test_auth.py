@@ -269,7 +269,8 @@ async def test_a_hundred_concurrent_bad_tokens_over_real_uvicorn(make_app: Any, 
 
     async def attempt(i: int) -> int:
         headers = {"Authorization": f"Bearer {TOKEN[:-1]}{i}"}
-        return (await live.client.get("/api/info", headers=headers)).status_code
+        status: int = (await live.client.get("/api/info", headers=headers)).status_code
+        return status
 
     statuses = await asyncio.gather(*(attempt(i) for i in range(100)))
     assert statuses == [401] * 100
