@@ -38,7 +38,7 @@ from .auth import (
 from .deps import RouterDeps, WebState, agents_of
 from .errors import WebError
 from .models import ErrorBody, FieldError
-from .routes import chat, info, sessions
+from .routes import agui, chat, info, sessions
 from .store.base import ChatStore
 
 __all__ = ["build_api_router", "create_app", "install_error_handlers", "serve", "serve_banner"]
@@ -104,7 +104,7 @@ def _api_router(state: WebState) -> APIRouter:
         request.state.lovia = state
 
     router = APIRouter(lifespan=_lifespan(state), dependencies=[Depends(bind_state)])
-    for module in (info, chat, sessions):
+    for module in (info, chat, sessions, agui):
         router.include_router(module.router)
     return router
 
