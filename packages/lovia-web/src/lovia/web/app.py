@@ -37,7 +37,7 @@ from .auth import (
 )
 from .deps import RouterDeps, WebState, agents_of
 from .errors import WebError
-from .models import ErrorBody, FieldError
+from .models import ErrorBody, FieldError, error_responses
 from .routes import agui, chat, info, sessions
 from .store.base import ChatStore
 
@@ -83,6 +83,34 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, invalid)
     app.add_exception_handler(UserError, usage)
     app.add_exception_handler(Exception, unexpected)
+
+
+def _declare_error_bodies(app: FastAPI) -> None:
+    """Make the OpenAPI schema tell the truth about errors: every 422 is an ``ErrorBody``
+    (FastAPI would document its own validation shape, which the handler replaces), and an
+    operation with a body may answer 400 (a body that is not JSON at all)."""
+    original = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        schema = original()
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        if "ErrorBody" not in components:
+            body = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
+            components.update(body.pop("$defs", {}))
+            components["ErrorBody"] = body
+        error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+        for operations in schema.get("paths", {}).values():
+            for operation in operations.values():
+                responses = operation.setdefault("responses", {})
+                if "422" in responses:
+                    responses["422"]["content"] = error
+                if "requestBody" in operation and "400" not in responses:
+                    responses["400"] = {"description": "the body is not JSON", "content": error}
+        for unused in ("HTTPValidationError", "ValidationError"):
+            components.pop(unused, None)
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _lifespan(state: WebState) -> Callable[[Any], Any]:
@@ -205,8 +233,10 @@ def create_app(
     )
     app.state.lovia = state
     install_error_handlers(app)
+    _declare_error_bodies(app)
     app.include_router(info.health_router)
-    app.include_router(_api_router(state), dependencies=guard)
+    unauthorized = error_responses(401) if guard else None
+    app.include_router(_api_router(state), dependencies=guard, responses=unauthorized)
     if ui:
         _mount_ui(app, state)
     if origins:
