@@ -267,3 +267,59 @@ async def test_the_official_client_without_the_token_gets_a_401(make_app: Any, s
     live = await serve(make_app(scripted_agent(text("x")), token="another-token"))
     result = await _run_client(node, live.url, "text", "official-401")
     assert result["runs"][0]["error"]["status"] == 401
+
+
+async def test_a_client_that_disconnects_leaves_the_run_to_finish_headless(
+    make_app: Any, serve: Any
+) -> None:
+    gate, agent = gated_agent(text("finished alone"))
+    app = make_app(agent)
+    live = await serve(app)
+    async with live.client.stream("POST", "/api/agui", json=_input(thread="gone")) as r:
+        async for line in r.aiter_lines():
+            if line.startswith("data: "):
+                assert json.loads(line[6:])["type"] == "RUN_STARTED"
+                break
+        await gate.entered.wait()
+    # the response is closed: the client is gone, and the run is still live
+    supervisor = app.state.lovia.supervisor
+    run = supervisor.live("gone")
+    assert run is not None
+    gate.open()
+    records = [r async for r in supervisor.follow(run.run_id)]
+    assert records[-1].type == "done" and records[-1].data["status"] == "completed"
+    assert records[-1].data["output"] == "finished alone"
+
+
+async def test_concurrent_requests_on_one_thread_never_break_the_stream(
+    make_app: Any, serve: Any
+) -> None:
+    agent = scripted_agent(*[text(f"reply {i}") for i in range(40)])
+    live = await serve(make_app(agent))
+
+    async def post(i: int) -> tuple[int, list[dict[str, Any]]]:
+        r = await live.client.post("/api/agui", json=_input(thread="busy", runId=f"r{i}"))
+        if r.status_code != 200:
+            return r.status_code, []
+        return 200, [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+
+    results = await asyncio.gather(*(post(i) for i in range(12)))
+    assert {status for status, _ in results} <= {200, 409}
+    streams = [events for status, events in results if status == 200]
+    assert streams
+    for events in streams:
+        assert events[0]["type"] == "RUN_STARTED" and events[-1]["type"] == "RUN_FINISHED"
+
+
+async def test_an_interrupt_of_one_thread_cannot_be_answered_from_another(
+    make_app: Any, asgi_client: Any
+) -> None:
+    agent = scripted_agent(call("deploy", {"env": "prod"}), text("x"), tools=[deploy])
+    app = make_app(agent)
+    client = await asgi_client(app)
+    await _events(client, _input(thread="owner"))
+    resume = [{"interruptId": "call_deploy", "status": "resolved", "payload": True}]
+    r = await client.post("/api/agui", json=_input(thread="intruder", resume=resume))
+    assert r.status_code == 404
+    assert app.state.lovia.supervisor.approvals.pending("owner") == ["call_deploy"]
+    await app.state.lovia.supervisor.stop("owner")
