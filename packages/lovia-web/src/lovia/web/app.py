@@ -53,7 +53,8 @@ def _error(status: int, body: ErrorBody) -> JSONResponse:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    """Answer the API's errors as ``ErrorBody`` (an embedder calls this on its own app)."""
+    """Answer the API's errors as ``ErrorBody``, and document them so in the app's OpenAPI
+    schema (an embedder calls this on its own app)."""
 
     async def web_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, WebError)
@@ -83,6 +84,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, invalid)
     app.add_exception_handler(UserError, usage)
     app.add_exception_handler(Exception, unexpected)
+    _declare_error_bodies(app)
 
 
 def _declare_error_bodies(app: FastAPI) -> None:
@@ -233,7 +235,6 @@ def create_app(
     )
     app.state.lovia = state
     install_error_handlers(app)
-    _declare_error_bodies(app)
     app.include_router(info.health_router)
     unauthorized = error_responses(401) if guard else None
     app.include_router(_api_router(state), dependencies=guard, responses=unauthorized)
