@@ -84,6 +84,11 @@ class AgentInfo(BaseModel):
     name: str
     model: str | None
     tools: list[str]
+    capabilities: list[str]
+    """Any of ``vision``, ``workspace``, ``handoffs``, ``approvals``, ``structured_output``,
+    ``plugins``."""
+    context_window: int | None
+    """The resolved context window in tokens (``None``: unknown)."""
 
 
 class ServerInfo(BaseModel):
@@ -91,6 +96,11 @@ class ServerInfo(BaseModel):
     version: str
     agents: list[str]
     default_agent: str | None
+    configured: bool
+    """Whether every agent has a model (a server can start unconfigured)."""
+    features: dict[str, bool]
+    """``checkpointing, titles, followups, scheduling, workspace, memory, rewind, events,
+    model_config``: what this server offers."""
 
 
 class Attachment(_Body):
