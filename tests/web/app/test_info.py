@@ -34,8 +34,13 @@ async def test_info_reports_every_feature_and_what_the_server_holds(
     client = await asgi_client(app)
     info = (await client.get("/api/info")).json()
     assert set(info["features"]) == FEATURES and info["configured"] is True
-    assert info["features"]["checkpointing"] is True
-    assert info["features"]["scheduling"] is False
+    features = info["features"]
+    assert features["checkpointing"] and features["rewind"] and features["events"]
+    assert features["scheduling"]  # the scheduler loop runs by default
+    assert not features["titles"]  # make_app turns titles off
+    assert not (features["workspace"] or features["memory"] or features["followups"])
+    quiet = await asgi_client(make_app(scripted_agent(), scheduler_poll=None, db_path=":memory:"))
+    assert (await quiet.get("/api/info")).json()["features"]["scheduling"] is False
     app.state.lovia.features["memory"] = True  # what a mounted part switches on
     assert (await client.get("/api/info")).json()["features"]["memory"] is True
 

@@ -26,6 +26,7 @@ from fastapi.responses import JSONResponse
 from lovia.agent import Agent
 from lovia.exceptions import UserError
 
+from . import subagents
 from .approvals import ApprovalRegistry
 from .auth import (
     TokenLinkMiddleware,
