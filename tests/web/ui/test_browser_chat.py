@@ -123,3 +123,133 @@ async def test_steering_while_running(page: Any, serve_ui: Any) -> None:
     await queued.locator(".badge", has_text="delivered").wait_for()
     await p.locator(".msg.assistant .md", has_text="steered").wait_for()
     assert await p.locator(".msg.user").count() == 2
+
+
+async def test_reload_mid_run_reattaches_with_the_pending_approval(page: Any, serve_ui: Any) -> None:
+    agent = scripted_agent(
+        call("deploy", {"env": "prod"}, call_id="c1"), text("deployed, thanks"), tools=[deploy]
+    )
+    server = await serve_ui(agent)
+    await open_page(page, server.url)
+    await send(page, "deploy please")
+    p = page.page
+    await p.locator(".msg.tool .approval").wait_for()
+    await p.reload()
+    await p.wait_for_selector("body[data-ready='1']")
+    # The chat, its message and the approval still pending are back, once each.
+    await p.locator(".msg.tool .approval").wait_for()
+    assert await p.locator(".msg.user .text").all_inner_texts() == ["deploy please"]
+    assert await p.locator(".msg.tool").count() == 1
+    await page.shot("reloaded-pending-approval")
+    await p.get_by_role("button", name="Approve").click()
+    await p.locator(".msg.assistant .md", has_text="deployed, thanks").wait_for()
+    assert await p.locator(".msg.tool").count() == 1
+    assert await p.locator(".msg.assistant").count() == 1
+
+
+async def test_a_dropped_stream_resumes_after_the_last_event(page: Any, serve_ui: Any) -> None:
+    gate = Gate()
+    server = await serve_ui(
+        scripted_agent(call("wait_gate"), text("after the drop"), tools=[gate.tool])
+    )
+    await open_page(page, server.url)
+    await send(page, "go")
+    await gate.entered.wait()
+    p = page.page
+    await p.locator(".msg.tool").wait_for()
+    async with p.expect_request(lambda r: "last_event_id=" in r.url) as resumed:
+        await p.evaluate("window.__lovia.dropStream()")
+    assert "run_id=" in (await resumed.value).url
+    gate.open()
+    await p.locator(".msg.assistant .md", has_text="after the drop").wait_for()
+    assert await p.locator(".msg.tool").count() == 1
+    assert await p.locator(".msg.assistant").count() == 1
+    assert await p.locator("#conn-status").inner_text() == ""
+
+
+async def test_hostile_markdown_never_executes(page: Any, serve_ui: Any) -> None:
+    hostile = "\n\n".join(
+        [
+            "<script>window.__pwned = 'script'</script>",
+            "[click](javascript:window.__pwned='link')",
+            '<img src=x onerror="window.__pwned=\'img\'">',
+            '<svg onload="window.__pwned=\'svg\'"><script>window.__pwned=1</script></svg>',
+            "![x](javascript:window.__pwned='image')",
+            "[data](data:text/html,<script>alert(1)</script>)",
+            '<a href="#" onclick="window.__pwned=\'click\'">a</a>',
+            "<iframe src='javascript:window.__pwned=1'></iframe>",
+            "<style>body{display:none}</style>",
+            "```html\n<script>window.__pwned='code'</script>\n```",
+            "**done**",
+        ]
+    )
+    server = await serve_ui(scripted_agent(text(hostile)))
+    await open_page(page, server.url)
+    await send(page, "be evil")
+    p = page.page
+    await p.locator(".msg.assistant .md strong", has_text="done").wait_for()
+    await p.wait_for_selector(".msg.assistant:not(.streaming)")
+    md = p.locator(".msg.assistant .md")
+    for link in await md.locator("a").all():
+        await link.click(modifiers=["Alt"], no_wait_after=True, timeout=2000)
+    found = await p.evaluate(
+        """() => {
+        const md = document.querySelector('.msg.assistant .md');
+        const bad = [];
+        for (const el of md.querySelectorAll('*')) {
+          if (/^(SCRIPT|IFRAME|SVG|STYLE|OBJECT|EMBED)$/i.test(el.tagName)) bad.push(el.tagName);
+          for (const a of el.attributes) {
+            if (/^on/i.test(a.name)) bad.push(a.name);
+            if (/^\\s*(javascript|data|vbscript):/i.test(a.value)) bad.push(a.value);
+          }
+        }
+        return {bad, pwned: window.__pwned ?? null, visible: document.body.offsetHeight > 0};
+      }"""
+    )
+    assert found == {"bad": [], "pwned": None, "visible": True}
+    # The script in the code block is shown as text.
+    assert "window.__pwned='code'" in await md.locator("pre").first.inner_text()
+    await page.shot("hostile-markdown")
+
+
+async def test_theme_follows_the_system_and_can_be_chosen(page: Any, serve_ui: Any) -> None:
+    server = await serve_ui(scripted_agent(text("hi")))
+    p = page.page
+    await p.emulate_media(color_scheme="dark")
+    await open_page(page, server.url)
+    bg = "() => getComputedStyle(document.body).backgroundColor"
+    dark = await p.evaluate(bg)
+    await p.emulate_media(color_scheme="light")
+    light = await p.evaluate(bg)
+    assert dark != light
+    await p.select_option("#theme-select", "dark")
+    assert await p.evaluate("document.documentElement.dataset.theme") == "dark"
+    assert await p.evaluate(bg) == dark
+    await page.shot("theme-dark")
+    await p.reload()
+    await p.wait_for_selector("body[data-ready='1']")
+    assert await p.evaluate(bg) == dark  # the choice is kept
+    await p.select_option("#theme-select", "system")
+    assert await p.evaluate(bg) == light
+
+
+async def test_phone_width_layout(page: Any, serve_ui: Any) -> None:
+    server = await serve_ui(scripted_agent(text("hello from a phone")))
+    p = page.page
+    await p.set_viewport_size({"width": 390, "height": 780})
+    await p.emulate_media(reduced_motion="reduce")  # no slide-in transition to wait out
+    await open_page(page, server.url)
+    sidebar = p.locator("#sidebar")
+    assert not await sidebar.is_visible() or (await sidebar.bounding_box())["x"] < 0  # type: ignore[index]
+    await send(page, "hi")
+    await p.locator(".msg.assistant .md", has_text="hello from a phone").wait_for()
+    width = await p.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390  # nothing overflows sideways
+    await page.shot("phone-chat")
+    await p.get_by_role("button", name="Menu").click()
+    await p.locator("#session-list .session").first.wait_for()
+    box = await sidebar.bounding_box()
+    assert box is not None and box["x"] >= 0
+    await page.shot("phone-menu")
+    await p.locator("#session-list .open").first.click()
+    assert await p.locator("#menu-toggle").get_attribute("aria-expanded") == "false"
