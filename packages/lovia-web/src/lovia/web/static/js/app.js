@@ -109,7 +109,7 @@ chatView.setHooks({
 });
 
 sessions.setHandlers({
-  open: (id) => { location.hash = `#/c/${id}`; },
+  open: (id) => { closeMenu(); location.hash = `#/c/${id}`; },
   deleted: (id) => { if (id === chat.sessionId) newChat(); },
 });
 
