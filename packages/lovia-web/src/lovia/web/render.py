@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 __all__ = ["highlight_css", "render_markdown"]
 
@@ -102,14 +102,14 @@ def _parser(image_base: str | None) -> Any:
     md.options["highlight"] = _highlight
     default_image = md.renderer.rules.get("image")
 
-    def image(tokens: Any, idx: int, options: Any, env: Any) -> str:
+    def image(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
         token = tokens[idx]
         src = str(token.attrGet("src") or "")
         if image_base is not None and _is_relative_path(src):
-            token.attrSet("src", image_base + quote(src, safe=""))
+            token.attrSet("src", image_base + quote(unquote(src), safe=""))
             return str(default_image(tokens, idx, options, env)) if default_image else ""
         # Anything else would load from elsewhere (or is a data: URL): a link instead.
-        alt = md.renderer.renderInlineAsText(token.children or [], options, env)
+        alt = renderer.renderInlineAsText(token.children or [], options, env)
         label = alt or src
         from html import escape
 

@@ -95,13 +95,11 @@ class _Static(StaticFiles):
 
 
 def _api_paths(app: FastAPI) -> list[str]:
-    """The API paths served, with path parameters written ``{}`` (names vary by router)."""
-    paths = {
-        re.sub(r"\{[^}]*\}", "{}", str(getattr(route, "path", "")))
-        for route in app.routes
-        if str(getattr(route, "path", "")).startswith("/api/")
-    }
-    return sorted(paths)
+    """The API paths served, with path parameters written ``{}`` (names vary by router):
+    the OpenAPI schema's, plus any plain route left out of it."""
+    found = set(app.openapi().get("paths", {}))
+    found.update(str(getattr(route, "path", "")) for route in app.routes)
+    return sorted({re.sub(r"\{[^}]*\}", "{}", p) for p in found if p.startswith("/api/")})
 
 
 def _router(app: FastAPI, state: WebState) -> APIRouter:

@@ -8,7 +8,7 @@ import * as sessions from "./sessions.js";
 import { chat } from "./state.js";
 
 const $ = (id) => document.getElementById(id);
-const views = ["chat", "files", "schedules", "memory", "settings"];
+const views = ["chat", "schedules", "memory", "settings"];
 const loaders = {};
 let setupMode = false;
 
@@ -164,11 +164,11 @@ async function optional(name, path, flag, load) {
 async function boot() {
   try { server.info = await get("/api/info"); } catch { server.info = null; }
   await Promise.all([
-    optional("files", "/api/workspace/files", "workspace", () => import("./files.js")),
     optional("schedules", "/api/schedules", "scheduling", () => import("./schedules.js")),
     optional("memory", "/api/memory", "memory", () => import("./memory.js")),
     optional("settings", "/api/config", "model_config", () => import("./settings.js")),
   ]);
+  if (feature("workspace", "/api/workspace/files")) (await import("./files.js")).init({ onChat });
   if (has("/api/sessions/{}/export")) (await import("./export.js")).init({ onChat });
   if (has("/api/sessions/{}/turns/{}/context")) (await import("./inspector.js")).init({ onChat });
   if (has("/api/sessions/{}/todos")) (await import("./todos.js")).init({ onChat });
