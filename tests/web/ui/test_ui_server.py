@@ -169,3 +169,14 @@ def test_tables_links_and_workspace_images() -> None:
     # Without a workspace (or for another origin) an image is only a link.
     assert "<img" not in render_markdown("![plot](out/plot.png)")
     assert "<img" not in render_markdown("![p](https://example.com/p.png)", image_base="/x?p=")
+
+
+async def test_mount_ui_twice_is_one_mount(tmp_path: Path, asgi_client: Any) -> None:
+    from lovia.web.ui import mount_ui
+
+    app = ui_app(scripted_agent(text("hi")), tmp_path / "c.db")
+    before = len(app.routes)
+    mount_ui(app, app.state.lovia)
+    assert len(app.routes) == before
+    client = await asgi_client(app)
+    assert (await client.get("/static/js/app.js")).status_code == 200

@@ -56,6 +56,7 @@ _TYPES = {
     ".ico": "image/x-icon",
     ".webmanifest": "application/manifest+json",
 }
+_MOUNT_NAME = "lovia-ui-static"
 _MAX_TEXTS = 200
 _MAX_TEXT_CHARS = 400_000
 
@@ -143,6 +144,8 @@ def _router(app: FastAPI, state: WebState) -> APIRouter:
 
 def mount_ui(app: FastAPI, state: WebState) -> None:
     """Serve the UI on ``app``: the page at ``/``, its files at ``/static``, and
-    ``POST /api/render``. Call it once, after the API routers are included."""
+    ``POST /api/render``. Idempotent: a second call on the same app does nothing."""
+    if any(getattr(route, "name", None) == _MOUNT_NAME for route in app.routes):
+        return
     app.include_router(_router(app, state))
-    app.mount("/static", _Static(directory=str(_STATIC)), name="static")
+    app.mount("/static", _Static(directory=str(_STATIC)), name=_MOUNT_NAME)
