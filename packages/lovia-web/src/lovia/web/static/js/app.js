@@ -178,6 +178,7 @@ async function boot() {
   sessions.listen();
   await route();
   document.body.dataset.ready = "1";
+  performance.mark("lovia:ready");
 }
 
 // Settings announces the first saved model: leave setup mode.

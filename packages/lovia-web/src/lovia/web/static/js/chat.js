@@ -424,6 +424,10 @@ export async function send(text) {
   }
   chat.add({ kind: "user", text: message });
   chat.setRunning(true);
+  performance.mark("lovia:send");
+  const first = chat.on(({ kind, item }) => {
+    if (kind === "update" && item.kind === "assistant" && item.text) { performance.mark("lovia:first-token"); first(); }
+  });
   const body = { message };
   if (chat.sessionId) body.session_id = chat.sessionId;
   follow((signal) => fetch("/api/chat/stream", {
