@@ -276,3 +276,66 @@ async def test_the_context_inspector_shows_a_turn(page: Any, serve_ui: Any) -> N
     await page.shot("context-inspector")
     await p.keyboard.press("Escape")
     assert await dialog.is_hidden()
+
+
+class Paced:
+    """A model whose reply streams only as fast as the test feeds it (``feed``/``end``)."""
+
+    name = "paced"
+    model = "paced-model"
+    supports_json_schema = False
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.chunks: asyncio.Queue[str | None] = asyncio.Queue()
+
+    def feed(self, chunk: str) -> None:
+        self.chunks.put_nowait(chunk)
+
+    def end(self) -> None:
+        self.chunks.put_nowait(None)
+
+    async def stream(self, entries: Any, **_: Any) -> Any:
+        from lovia.events import TextDelta
+        from lovia.providers.base import FinishDelta
+
+        while (chunk := await self.chunks.get()) is not None:
+            yield TextDelta(chunk)
+        yield FinishDelta("stop")
+
+
+async def test_streaming_markdown_renders_as_it_goes_without_shrinking(
+    page: Any, serve_ui: Any
+) -> None:
+    from lovia import Agent
+
+    model = Paced()
+    server = await serve_ui(Agent(name="helper", model=model))
+    await open_page(page, server.url)
+    await send(page, "stream slowly")
+    p = page.page
+    model.feed("# Streaming\n\nfirst paragraph with **bold**\n\n")
+    answer = p.locator(".msg.assistant.streaming")
+    await answer.locator(".md h1", has_text="Streaming").wait_for()
+    # Record every height the answer takes from here on.
+    await p.evaluate(
+        """() => {
+        window.__heights = [];
+        const el = document.querySelector('.msg.assistant .content');
+        new ResizeObserver(() => window.__heights.push(el.getBoundingClientRect().height)).observe(el);
+      }"""
+    )
+    model.feed("```python\nx = 1\n")
+    await answer.locator(".tail", has_text="x = 1").wait_for()  # an open fence stays text
+    model.feed("```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n")
+    await answer.locator(".md table").wait_for()
+    assert await answer.locator(".md pre code span[class^='hl-']").count() > 0
+    model.feed("the end")
+    await answer.locator(".tail", has_text="the end").wait_for()
+    heights = await p.evaluate("() => window.__heights")
+    assert len(heights) >= 2 and heights == sorted(heights), heights  # it only grew
+    model.end()
+    done = p.locator(".msg.assistant:not(.streaming)")
+    await done.locator(".md p", has_text="the end").wait_for()  # the final render
+    await page.shot("streamed")

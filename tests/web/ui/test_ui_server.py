@@ -108,7 +108,8 @@ async def test_render_returns_sanitised_html_in_order(client: httpx.AsyncClient)
         ({"texts": ["x"], "extra": 1}, "body.extra"),
         ({"texts": [1]}, "body.texts.0"),
         ({"texts": ["x"] * 201}, "body.texts"),
-        ({"texts": ["x" * 400_001]}, "body"),
+        ({"texts": ["x" * 400_001]}, "body.texts"),
+        ({"texts": ["x" * 400_000] * 3}, "body.texts"),
     ],
 )
 async def test_render_validates_its_body(client: httpx.AsyncClient, body: Any, field: str) -> None:
@@ -180,3 +181,24 @@ async def test_mount_ui_twice_is_one_mount(tmp_path: Path, asgi_client: Any) -> 
     assert len(app.routes) == before
     client = await asgi_client(app)
     assert (await client.get("/static/js/app.js")).status_code == 200
+
+
+async def test_dozens_of_renders_at_once_all_answer(client: httpx.AsyncClient) -> None:
+    import asyncio
+
+    texts = [f"# {i}\n\n```python\nx = {i}\n```" for i in range(40)]
+    answers = await asyncio.gather(*(client.post("/api/render", json={"texts": [t]}) for t in texts))
+    assert [a.status_code for a in answers] == [200] * 40
+    assert all(f"<h1>{i}</h1>" in a.json()["html"][0] for i, a in enumerate(answers))
+
+
+def test_unicode_and_nul_render_safely() -> None:
+    html = render_markdown("naïve 中文 \x00 \ud800 **ok**")
+    assert "<strong>ok</strong>" in html and "中文" in html and "\x00" not in html
+
+
+async def test_a_lone_surrogate_over_http_is_not_a_500(client: httpx.AsyncClient) -> None:
+    r = await client.post(
+        "/api/render", content=b'{"texts": ["a \\ud800 b"]}', headers={"content-type": "application/json"}
+    )
+    assert r.status_code == 200 and r.json()["html"] == ["<p>a ? b</p>\n"]

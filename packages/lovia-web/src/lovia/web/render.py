@@ -128,6 +128,8 @@ def render_markdown(text: str, *, image_base: str | None = None) -> str:
     """
     import nh3
 
+    # A lone surrogate (valid in a JSON string, not in UTF-8) would make nh3 raise.
+    text = text.encode("utf-8", "replace").decode("utf-8")
     html = str(_parser(image_base).render(text))
     return str(
         nh3.clean(

@@ -14,13 +14,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
-from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import HTMLResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
@@ -59,6 +59,10 @@ _TYPES = {
 _MOUNT_NAME = "lovia-ui-static"
 _MAX_TEXTS = 200
 _MAX_TEXT_CHARS = 400_000
+_MAX_TOTAL_CHARS = 1_000_000
+_RENDER_SLOTS = 2
+"""Renders at once (CPU-bound, in threads): more requests wait their turn, so a burst of
+renders neither floods the thread pool nor starves the event loop's streams."""
 
 
 class RenderRequest(BaseModel):
@@ -70,10 +74,15 @@ class RenderRequest(BaseModel):
     workspace_images: bool = False
     """Point workspace-relative image paths at ``/api/workspace/raw`` (else they are links)."""
 
-    def model_post_init(self, __context: Any) -> None:
-        for i, text in enumerate(self.texts):
+    @field_validator("texts")
+    @classmethod
+    def _bounded(cls, texts: list[str]) -> list[str]:
+        for i, text in enumerate(texts):
             if len(text) > _MAX_TEXT_CHARS:
                 raise ValueError(f"texts[{i}] is longer than {_MAX_TEXT_CHARS} characters")
+        if sum(map(len, texts)) > _MAX_TOTAL_CHARS:
+            raise ValueError(f"the texts together are longer than {_MAX_TOTAL_CHARS} characters")
+        return texts
 
 
 class RenderResult(BaseModel):
@@ -112,6 +121,7 @@ def _router(app: FastAPI, state: WebState) -> APIRouter:
     )
     css = highlight_css()
     router = APIRouter()
+    slots = asyncio.Semaphore(_RENDER_SLOTS)
 
     @router.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def index(request: Request) -> HTMLResponse:
@@ -137,7 +147,12 @@ def _router(app: FastAPI, state: WebState) -> APIRouter:
     async def render(body: RenderRequest) -> RenderResult:
         """Markdown to sanitised HTML (markdown-it-py, Pygments, nh3), one per text."""
         base = "/api/workspace/raw?path=" if body.workspace_images else None
-        return RenderResult(html=[render_markdown(t, image_base=base) for t in body.texts])
+
+        def run() -> list[str]:
+            return [render_markdown(t, image_base=base) for t in body.texts]
+
+        async with slots:  # off the event loop: a long text must not stall the streams
+            return RenderResult(html=await asyncio.to_thread(run))
 
     return router
 

@@ -43,12 +43,18 @@ class Markdown {
     this.body = body;
     this.tail = tail;
     this.rendered = null; // the text the body shows
+    this.latest = "";
+    this.streaming = false;
+    this.inflight = false;
+    this.cost = 0;
     this.timer = null;
     this.version = 0;
     this.applied = 0;
   }
 
   update(text, streaming) {
+    this.latest = text;
+    this.streaming = streaming;
     if (!streaming) {
       clearTimeout(this.timer);
       this.timer = null;
@@ -56,10 +62,25 @@ class Markdown {
       return;
     }
     const prefix = stablePrefix(text);
-    this.tail.textContent = text.slice(prefix.length);
-    if (prefix !== this.rendered && !this.timer) {
-      this.timer = setTimeout(() => { this.timer = null; this.renderNow(prefix, null); }, STREAM_RENDER_MS);
+    if (prefix === this.rendered || this.inflight) {
+      this.tail.textContent = text.slice((this.rendered || "").length);
+      return;
     }
+    this.tail.textContent = text.slice((this.rendered || "").length);
+    this.schedule();
+  }
+
+  // One render in flight at a time, and never more often than the last one took (x2):
+  // a long answer costs a bounded number of renders, not one per delta.
+  schedule() {
+    if (this.timer || this.inflight) return;
+    const wait = Math.max(STREAM_RENDER_MS, 2 * (this.cost || 0));
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      if (!this.streaming) return;
+      const prefix = stablePrefix(this.latest);
+      if (prefix !== this.rendered) this.renderNow(prefix, null);
+    }, wait);
   }
 
   async renderNow(text, tail) {
@@ -70,10 +91,15 @@ class Markdown {
       return;
     }
     let html;
+    const started = performance.now();
+    this.inflight = true;
     try {
       [html] = text ? await render([text]) : [""];
     } catch {
       return; // the text stays as it was; the final render retries
+    } finally {
+      this.inflight = false;
+      this.cost = performance.now() - started;
     }
     if (version < this.applied) return; // a later render already landed
     this.applied = version;
@@ -85,6 +111,9 @@ class Markdown {
     if (tail !== null) {
       this.tail.textContent = tail;
       this.body.parentElement.style.minHeight = "";
+    } else {
+      this.tail.textContent = this.latest.slice(text.length);
+      if (this.streaming && stablePrefix(this.latest) !== text) this.schedule();
     }
   }
 }
