@@ -129,7 +129,9 @@ async def page(browser: Any) -> AsyncIterator[Watched]:
 
     async def on_response(response: Any) -> None:
         if response.status >= 400:
-            watched.errors.append(f"HTTP {response.status}: {response.request.method} {response.url}")
+            watched.errors.append(
+                f"HTTP {response.status}: {response.request.method} {response.url}"
+            )
 
     tab.on("console", on_console)
     tab.on("pageerror", lambda exc: watched.errors.append(f"page error: {exc}"))

@@ -125,7 +125,9 @@ async def test_steering_while_running(page: Any, serve_ui: Any) -> None:
     assert await p.locator(".msg.user").count() == 2
 
 
-async def test_reload_mid_run_reattaches_with_the_pending_approval(page: Any, serve_ui: Any) -> None:
+async def test_reload_mid_run_reattaches_with_the_pending_approval(
+    page: Any, serve_ui: Any
+) -> None:
     agent = scripted_agent(
         call("deploy", {"env": "prod"}, call_id="c1"), text("deployed, thanks"), tools=[deploy]
     )
@@ -172,8 +174,8 @@ async def test_hostile_markdown_never_executes(page: Any, serve_ui: Any) -> None
         [
             "<script>window.__pwned = 'script'</script>",
             "[click](javascript:window.__pwned='link')",
-            '<img src=x onerror="window.__pwned=\'img\'">',
-            '<svg onload="window.__pwned=\'svg\'"><script>window.__pwned=1</script></svg>',
+            "<img src=x onerror=\"window.__pwned='img'\">",
+            "<svg onload=\"window.__pwned='svg'\"><script>window.__pwned=1</script></svg>",
             "![x](javascript:window.__pwned='image')",
             "[data](data:text/html,<script>alert(1)</script>)",
             '<a href="#" onclick="window.__pwned=\'click\'">a</a>',
@@ -240,7 +242,8 @@ async def test_phone_width_layout(page: Any, serve_ui: Any) -> None:
     await p.emulate_media(reduced_motion="reduce")  # no slide-in transition to wait out
     await open_page(page, server.url)
     sidebar = p.locator("#sidebar")
-    assert not await sidebar.is_visible() or (await sidebar.bounding_box())["x"] < 0  # type: ignore[index]
+    hidden_box = await sidebar.bounding_box()
+    assert not await sidebar.is_visible() or (hidden_box is not None and hidden_box["x"] < 0)
     await send(page, "hi")
     await p.locator(".msg.assistant .md", has_text="hello from a phone").wait_for()
     width = await p.evaluate("document.documentElement.scrollWidth")
@@ -258,9 +261,7 @@ async def test_phone_width_layout(page: Any, serve_ui: Any) -> None:
 async def test_the_context_inspector_shows_a_turn(page: Any, serve_ui: Any) -> None:
     gate = Gate()
     gate.open()
-    server = await serve_ui(
-        scripted_agent(call("wait_gate"), text("inspected"), tools=[gate.tool])
-    )
+    server = await serve_ui(scripted_agent(call("wait_gate"), text("inspected"), tools=[gate.tool]))
     await open_page(page, server.url)
     await send(page, "look inside")
     p = page.page
@@ -323,7 +324,8 @@ async def test_streaming_markdown_renders_as_it_goes_without_shrinking(
         """() => {
         window.__heights = [];
         const el = document.querySelector('.msg.assistant .content');
-        new ResizeObserver(() => window.__heights.push(el.getBoundingClientRect().height)).observe(el);
+        const note = () => window.__heights.push(el.getBoundingClientRect().height);
+        new ResizeObserver(note).observe(el);
       }"""
     )
     model.feed("```python\nx = 1\n")

@@ -22,11 +22,15 @@ STATIC = Path(__file__).resolve().parents[3] / "packages/lovia-web/src/lovia/web
 
 @pytest.fixture
 async def client(tmp_path: Path, asgi_client: Any) -> httpx.AsyncClient:
-    result: httpx.AsyncClient = await asgi_client(ui_app(scripted_agent(text("hi")), tmp_path / "c.db"))
+    result: httpx.AsyncClient = await asgi_client(
+        ui_app(scripted_agent(text("hi")), tmp_path / "c.db")
+    )
     return result
 
 
-async def test_the_page_carries_a_strict_csp_and_the_served_api_paths(client: httpx.AsyncClient) -> None:
+async def test_the_page_carries_a_strict_csp_and_the_served_api_paths(
+    client: httpx.AsyncClient,
+) -> None:
     r = await client.get("/")
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/html")
@@ -43,8 +47,12 @@ async def test_the_page_carries_a_strict_csp_and_the_served_api_paths(client: ht
     assert not re.search(r'(src|href)="(https?:)?//', r.text)
 
 
-async def test_the_boot_data_is_escaped_for_a_hostile_title(tmp_path: Path, asgi_client: Any) -> None:
-    app = ui_app(scripted_agent(text("hi")), tmp_path / "c.db", title="</script><script>alert(1)</script>")
+async def test_the_boot_data_is_escaped_for_a_hostile_title(
+    tmp_path: Path, asgi_client: Any
+) -> None:
+    app = ui_app(
+        scripted_agent(text("hi")), tmp_path / "c.db", title="</script><script>alert(1)</script>"
+    )
     client = await asgi_client(app)
     page = (await client.get("/")).text
     assert "<script>alert(1)" not in page
@@ -61,7 +69,9 @@ async def test_the_boot_data_is_escaped_for_a_hostile_title(tmp_path: Path, asgi
         ("/static/highlight.css", "text/css"),
     ],
 )
-async def test_static_files_have_explicit_content_types(client: httpx.AsyncClient, path: str, kind: str) -> None:
+async def test_static_files_have_explicit_content_types(
+    client: httpx.AsyncClient, path: str, kind: str
+) -> None:
     r = await client.get(path)
     assert r.status_code == 200
     assert r.headers["content-type"].startswith(kind)
@@ -70,7 +80,12 @@ async def test_static_files_have_explicit_content_types(client: httpx.AsyncClien
 
 
 async def test_static_refuses_traversal_and_unknown_files(client: httpx.AsyncClient) -> None:
-    for path in ("/static/../ui.py", "/static/%2e%2e/ui.py", "/static/js/nope.js", "/static/..%2fui.py"):
+    for path in (
+        "/static/../ui.py",
+        "/static/%2e%2e/ui.py",
+        "/static/js/nope.js",
+        "/static/..%2fui.py",
+    ):
         r = await client.get(path)
         assert r.status_code == 404, path
         assert "def mount_ui" not in r.text
@@ -153,7 +168,9 @@ def test_hostile_markdown_is_inert(source: str) -> None:
 
 
 def test_code_is_highlighted_with_classes_and_mermaid_stays_code() -> None:
-    html = render_markdown("```python\ndef f():\n    return 1\n```\n\n```mermaid\ngraph TD; A-->B\n```")
+    html = render_markdown(
+        "```python\ndef f():\n    return 1\n```\n\n```mermaid\ngraph TD; A-->B\n```"
+    )
     assert '<span class="hl-k">def</span>' in html
     assert '<code class="language-mermaid">graph TD; A--&gt;B' in html
 
@@ -187,7 +204,9 @@ async def test_dozens_of_renders_at_once_all_answer(client: httpx.AsyncClient) -
     import asyncio
 
     texts = [f"# {i}\n\n```python\nx = {i}\n```" for i in range(40)]
-    answers = await asyncio.gather(*(client.post("/api/render", json={"texts": [t]}) for t in texts))
+    answers = await asyncio.gather(
+        *(client.post("/api/render", json={"texts": [t]}) for t in texts)
+    )
     assert [a.status_code for a in answers] == [200] * 40
     assert all(f"<h1>{i}</h1>" in a.json()["html"][0] for i, a in enumerate(answers))
 
@@ -199,6 +218,8 @@ def test_unicode_and_nul_render_safely() -> None:
 
 async def test_a_lone_surrogate_over_http_is_not_a_500(client: httpx.AsyncClient) -> None:
     r = await client.post(
-        "/api/render", content=b'{"texts": ["a \\ud800 b"]}', headers={"content-type": "application/json"}
+        "/api/render",
+        content=b'{"texts": ["a \\ud800 b"]}',
+        headers={"content-type": "application/json"},
     )
     assert r.status_code == 200 and r.json()["html"] == ["<p>a ? b</p>\n"]

@@ -121,7 +121,9 @@ class TurnContext(BaseModel):
 
 def _turn_spans(records: Sequence[EventRecord]) -> dict[int, tuple[int, int]]:
     """turn -> (index of its turn_started, index of the next turn_started or the end)."""
-    starts = [(i, int(r.data.get("turn", 0))) for i, r in enumerate(records) if r.type == "turn_started"]
+    starts = [
+        (i, int(r.data.get("turn", 0))) for i, r in enumerate(records) if r.type == "turn_started"
+    ]
     spans: dict[int, tuple[int, int]] = {}
     for k, (index, turn) in enumerate(starts):
         end = starts[k + 1][0] if k + 1 < len(starts) else len(records)
@@ -149,7 +151,11 @@ def _entries_of(records: Sequence[EventRecord]) -> list[TranscriptEntry]:
             )
         elif record.type == "user_injected":
             content = record.data.get("content")
-            out.append(InputEntry(role="user", content=content if isinstance(content, str) else str(content)))
+            out.append(
+                InputEntry(
+                    role="user", content=content if isinstance(content, str) else str(content)
+                )
+            )
     return out
 
 
@@ -217,10 +223,8 @@ async def turn_context(
     records = await store.read_events(run_id)
     spans = _turn_spans(records)
     if turn not in spans:
-        raise NotFound(
-            f"run {run_id!r} has no turn {turn}",
-            hint=f"its turns: {', '.join(map(str, sorted(spans))) or 'none (its events were pruned)'}",
-        )
+        known = ", ".join(map(str, sorted(spans))) or "none (its events were pruned)"
+        raise NotFound(f"run {run_id!r} has no turn {turn}", hint=f"its turns: {known}")
     start, end = spans[turn]
     agent = agents.get(meta.agent)
     counter = TokenCounter()
@@ -251,7 +255,9 @@ async def turn_context(
         PartTokens(name="history", tokens=counter.count(history), entries=len(history)),
         PartTokens(name="tool_results", tokens=counter.count(results), entries=len(results)),
         PartTokens(name="reminders", tokens=None),
-        PartTokens(name="tool_schemas", tokens=schema_tokens, entries=len(agent.tools) if agent else 0),
+        PartTokens(
+            name="tool_schemas", tokens=schema_tokens, entries=len(agent.tools) if agent else 0
+        ),
     ]
     previous_start = max((s for s, _ in spans.values() if s < start), default=0)
     compactions = [
@@ -263,7 +269,7 @@ async def turn_context(
             entries_after=int(r.data.get("entries_after", 0)),
             detail=[str(d) for d in r.data.get("detail", [])],
         )
-        for r in records[previous_start : end]
+        for r in records[previous_start:end]
         if r.type == "context_compacted"
     ]
     done = next((r for r in records if r.type == "done"), None)
@@ -290,7 +296,8 @@ async def turn_context(
         for c in calls
     ]
     produced = [
-        entry_to_dict(e) for e in _entries_of([r for r in turn_records if r.type == "message_completed"])
+        entry_to_dict(e)
+        for e in _entries_of([r for r in turn_records if r.type == "message_completed"])
     ]
     recorded = sum(p.tokens or 0 for p in parts)
     return TurnContext(

@@ -96,18 +96,17 @@ def _is_relative_path(src: str) -> bool:
 def _parser(image_base: str | None) -> Any:
     from markdown_it import MarkdownIt
 
-    md = MarkdownIt(
-        "commonmark", {"html": False, "linkify": False, "typographer": False}
-    ).enable(["table", "strikethrough"])
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(
+        ["table", "strikethrough"]
+    )
     md.options["highlight"] = _highlight
-    default_image = md.renderer.rules.get("image")
 
     def image(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
         token = tokens[idx]
         src = str(token.attrGet("src") or "")
         if image_base is not None and _is_relative_path(src):
             token.attrSet("src", image_base + quote(unquote(src), safe=""))
-            return str(default_image(tokens, idx, options, env)) if default_image else ""
+            return str(renderer.image(tokens, idx, options, env))  # the default rule
         # Anything else would load from elsewhere (or is a data: URL): a link instead.
         alt = renderer.renderInlineAsText(token.children or [], options, env)
         label = alt or src
@@ -156,7 +155,4 @@ def highlight_css() -> str:
     system_dark = HtmlFormatter(style="monokai", classprefix="hl-").get_style_defs(
         ":root:not([data-theme=light]) .md pre"
     )
-    return (
-        f"{light}\n{dark_rules}\n"
-        f"@media (prefers-color-scheme: dark) {{\n{system_dark}\n}}\n"
-    )
+    return f"{light}\n{dark_rules}\n@media (prefers-color-scheme: dark) {{\n{system_dark}\n}}\n"
