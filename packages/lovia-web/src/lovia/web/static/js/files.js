@@ -52,12 +52,16 @@ async function drawProcesses() {
   const data = await get(`/api/sessions/${encodeURIComponent(sessionId)}/processes`);
   const procs = listOf(data.processes ? data.processes : data);
   show(box, procs.length > 0);
-  box.replaceChildren(h("h3", { text: t("processes") }), h("ul", {}, procs.map((p) => h("li", {},
-    h("code", { text: p.command ?? p.id }), ` ${p.status ?? (p.running ? "running" : "exited")} `,
-    p.running !== false && p.status !== "exited" ? h("button", {
-      type: "button", class: "btn small danger", text: t("kill"),
-      onclick: async () => { await post(`/api/sessions/${encodeURIComponent(sessionId)}/processes/${encodeURIComponent(p.id)}/kill`); drawProcesses(); },
-    }) : null))));
+  box.replaceChildren(h("h3", { text: t("processes") }), h("ul", {}, procs.map((p) => {
+    const id = p.process_id ?? p.id;
+    const state = p.state ?? p.status ?? "running";
+    return h("li", {},
+      h("code", { text: p.description || p.command || id }), ` ${state}${p.exit_code != null ? ` (${p.exit_code})` : ""} `,
+      state === "running" ? h("button", {
+        type: "button", class: "btn small danger", text: t("kill"), "aria-label": `${t("kill")}: ${p.command ?? id}`,
+        onclick: async () => { await post(`/api/sessions/${encodeURIComponent(sessionId)}/processes/${encodeURIComponent(id)}/kill`); drawProcesses(); },
+      }) : null);
+  })));
 }
 
 function build() {
