@@ -120,10 +120,13 @@ async def page(browser: Any) -> AsyncIterator[Watched]:
 
     def on_failed(request: Any) -> None:
         failure = request.failure or ""
-        if "ERR_ABORTED" in failure and "/api/chat/stream" in request.url:
+        if "ERR_ABORTED" in failure and (
+            "/api/chat/stream" in request.url or "icon.svg" in request.url
+        ):
             # Chromium reports a streamed fetch read to its end with getReader() as aborted
-            # (microsoft/playwright#42742), and a reload aborts the open stream: the page's
-            # own reconnect status and the assertions on what it shows cover these.
+            # (microsoft/playwright#42742), and a reload aborts the open stream (and the
+            # favicon the browser fetches on its own): the page's reconnect status and the
+            # assertions on what it shows cover these.
             return
         watched.errors.append(f"request failed: {request.method} {request.url} {failure}")
 
