@@ -107,8 +107,13 @@ class Watched:
         await self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
+_LONG_LIVED = ("/api/chat/stream", "/api/events", "/static/icon.svg")
+"""Requests a navigation may abort while they are open (streams, the browser's favicon)."""
+
+
 @pytest_asyncio.fixture(loop_scope="module")
-async def page(browser: Any) -> AsyncIterator[Watched]:
+async def page(browser: Any, serve_ui: Any) -> AsyncIterator[Watched]:
+    # Depends on serve_ui so the servers stop only after the page's errors are collected.
     context = await browser.new_context(viewport={"width": 1200, "height": 800})
     tab = await context.new_page()
     tab.set_default_timeout(8000)
@@ -120,13 +125,10 @@ async def page(browser: Any) -> AsyncIterator[Watched]:
 
     def on_failed(request: Any) -> None:
         failure = request.failure or ""
-        if "ERR_ABORTED" in failure and (
-            "/api/chat/stream" in request.url or "icon.svg" in request.url
-        ):
+        if "ERR_ABORTED" in failure and any(part in request.url for part in _LONG_LIVED):
             # Chromium reports a streamed fetch read to its end with getReader() as aborted
-            # (microsoft/playwright#42742), and a reload aborts the open stream (and the
-            # favicon the browser fetches on its own): the page's reconnect status and the
-            # assertions on what it shows cover these.
+            # (microsoft/playwright#42742), and a reload aborts what is open: the page's
+            # reconnect status and the assertions on what it shows cover these.
             return
         watched.errors.append(f"request failed: {request.method} {request.url} {failure}")
 
