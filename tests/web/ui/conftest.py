@@ -5,6 +5,7 @@ plain asyncio events)."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import shutil
 import socket
@@ -27,7 +28,10 @@ CHROMIUM = os.environ.get("LOVIA_CHROMIUM") or shutil.which("chromium") or "/usr
 
 
 def ui_app(agents: Any, db: Path, **options: Any) -> FastAPI:
-    """``create_app`` with the bundled UI mounted."""
+    """``create_app`` with the bundled UI mounted. Model-written titles are off unless a
+    test asks (they would take replies from the scripted model)."""
+    if "generate_titles" in inspect.signature(create_app).parameters:
+        options.setdefault("generate_titles", False)
     app = create_app(agents, db_path=db, **options)
     mount_ui(app, app.state.lovia)
     return app

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import pytest
@@ -97,3 +98,19 @@ async def test_every_control_is_labelled_and_focus_is_visible(page: Any, serve_u
     await p.keyboard.press("Tab")
     outline = await p.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline == "solid"
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("lovia.web.titles") is None,
+    reason="this server writes no model titles (lovia.web.titles, /api/events)",
+)
+async def test_a_model_title_reaches_the_sidebar_live(page: Any, serve_ui: Any) -> None:
+    from lovia.testing import ScriptedProvider
+
+    titles = ScriptedProvider([text("Release planning")])
+    server = await serve_ui(scripted_agent(text("sure")), generate_titles=True, title_model=titles)
+    p = page.page
+    await open_page(page, server.url)
+    await send(page, "help me plan the release")
+    await p.locator("#session-list .title", has_text="Release planning").wait_for()
+    await p.locator("#chat-title", has_text="Release planning").wait_for()

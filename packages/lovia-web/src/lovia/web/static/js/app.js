@@ -111,6 +111,7 @@ chatView.setHooks({
 sessions.setHandlers({
   open: (id) => { closeMenu(); location.hash = `#/c/${id}`; },
   deleted: (id) => { if (id === chat.sessionId) newChat(); },
+  refreshed: () => setTitle(), // a title the model wrote, or a rename elsewhere
 });
 
 function newChat() {

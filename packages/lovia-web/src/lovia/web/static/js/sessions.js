@@ -8,7 +8,7 @@ const list = document.getElementById("session-list");
 const search = document.getElementById("session-search");
 let sessions = [];
 let activeId = null;
-let handlers = { open: () => {}, deleted: () => {} };
+let handlers = { open: () => {}, deleted: () => {}, refreshed: () => {} };
 let loadToken = 0;
 
 export function setHandlers(next) { handlers = { ...handlers, ...next }; }
@@ -35,6 +35,7 @@ export async function refresh() {
   if (token !== loadToken) return;
   sessions = data.sessions;
   draw();
+  handlers.refreshed();
 }
 
 function row(s) {
