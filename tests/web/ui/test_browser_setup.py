@@ -4,6 +4,7 @@ has the runtime configuration (``lovia.web.config``)."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,9 @@ pytestmark = [
 async def test_first_run_setup_saves_a_model_and_unlocks_chat(
     page: Any, serve_ui: Any, tmp_path: Path
 ) -> None:
-    from lovia.web.config.files import load_config
-    from lovia.web.config.runtime import ConfigRuntime
+    # Imported by name: the module is another distribution part's (absent on older servers).
+    load_config = importlib.import_module("lovia.web.config.files").load_config
+    ConfigRuntime = importlib.import_module("lovia.web.config.runtime").ConfigRuntime
 
     def build(config: Any) -> Agent[Any]:
         return Agent("lovia", model=ScriptedProvider([text(f"from {config.chat_profile.id}")]))
