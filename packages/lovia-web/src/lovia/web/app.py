@@ -25,7 +25,7 @@ from .approvals import ApprovalRegistry
 from .deps import WebState
 from .errors import WebError
 from .models import ErrorBody, FieldError
-from .routes import chat, context, info, sessions
+from .routes import chat, context, info, render, sessions
 from .store.base import ChatStore
 from .supervisor import RunSupervisor
 
@@ -139,6 +139,6 @@ def create_app(
     )
     app.state.lovia = state
     _install_error_handlers(app)
-    for module in (info, chat, sessions, context):
+    for module in (info, chat, sessions, context, render):
         app.include_router(module.router)
     return app

@@ -8,27 +8,24 @@
   ``/static/highlight.css`` is the Pygments theme, generated.
 * Every UI response carries a strict Content-Security-Policy: only this origin, no inline
   script, no inline style, no ``eval``, no plugins, no framing.
-* ``POST /api/render`` turns markdown into sanitised HTML (``lovia.web.render``); the page
-  renders every model-written text through it, the streaming text included.
+* The page renders every model-written text through ``POST /api/render``
+  (``lovia.web.routes.render``), an API route like the others (behind the same auth).
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import HTMLResponse
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
 from .deps import WebState
-from .models import error_responses
-from .render import highlight_css, render_markdown
+from .render import highlight_css
 
-__all__ = ["CSP", "RenderRequest", "RenderResult", "mount_ui"]
+__all__ = ["CSP", "mount_ui"]
 
 _HERE = Path(__file__).parent
 _STATIC = _HERE / "static"
@@ -57,37 +54,6 @@ _TYPES = {
     ".webmanifest": "application/manifest+json",
 }
 _MOUNT_NAME = "lovia-ui-static"
-_MAX_TEXTS = 200
-_MAX_TEXT_CHARS = 400_000
-_MAX_TOTAL_CHARS = 1_000_000
-_RENDER_SLOTS = 2
-"""Renders at once (CPU-bound, in threads): more requests wait their turn, so a burst of
-renders neither floods the thread pool nor starves the event loop's streams."""
-
-
-class RenderRequest(BaseModel):
-    """``POST /api/render``: markdown texts to render, in order."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    texts: list[str] = Field(min_length=1, max_length=_MAX_TEXTS)
-    workspace_images: bool = False
-    """Point workspace-relative image paths at ``/api/workspace/raw`` (else they are links)."""
-
-    @field_validator("texts")
-    @classmethod
-    def _bounded(cls, texts: list[str]) -> list[str]:
-        for i, text in enumerate(texts):
-            if len(text) > _MAX_TEXT_CHARS:
-                raise ValueError(f"texts[{i}] is longer than {_MAX_TEXT_CHARS} characters")
-        if sum(map(len, texts)) > _MAX_TOTAL_CHARS:
-            raise ValueError(f"the texts together are longer than {_MAX_TOTAL_CHARS} characters")
-        return texts
-
-
-class RenderResult(BaseModel):
-    html: list[str]
-    """Sanitised HTML, one per text."""
 
 
 class _Static(StaticFiles):
@@ -121,7 +87,6 @@ def _router(app: FastAPI, state: WebState) -> APIRouter:
     )
     css = highlight_css()
     router = APIRouter()
-    slots = asyncio.Semaphore(_RENDER_SLOTS)
 
     @router.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def index(request: Request) -> HTMLResponse:
@@ -143,23 +108,12 @@ def _router(app: FastAPI, state: WebState) -> APIRouter:
             headers={**_SECURITY_HEADERS, "Cache-Control": "no-cache"},
         )
 
-    @router.post("/api/render", response_model=RenderResult, responses=error_responses(422))
-    async def render(body: RenderRequest) -> RenderResult:
-        """Markdown to sanitised HTML (markdown-it-py, Pygments, nh3), one per text."""
-        base = "/api/workspace/raw?path=" if body.workspace_images else None
-
-        def run() -> list[str]:
-            return [render_markdown(t, image_base=base) for t in body.texts]
-
-        async with slots:  # off the event loop: a long text must not stall the streams
-            return RenderResult(html=await asyncio.to_thread(run))
-
     return router
 
 
 def mount_ui(app: FastAPI, state: WebState) -> None:
-    """Serve the UI on ``app``: the page at ``/``, its files at ``/static``, and
-    ``POST /api/render``. Idempotent: a second call on the same app does nothing."""
+    """Serve the UI on ``app``: the page at ``/`` and its files at ``/static``.
+    Idempotent: a second call on the same app does nothing."""
     if any(getattr(route, "name", None) == _MOUNT_NAME for route in app.routes):
         return
     app.include_router(_router(app, state))
