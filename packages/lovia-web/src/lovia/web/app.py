@@ -43,7 +43,19 @@ from .followups import FollowupFn, Followups
 from .lifecycle import LifecycleBus, RunLifecycle
 from .models import ErrorBody, FieldError, error_responses
 from .questions import QuestionRegistry
-from .routes import agui, chat, events, info, memory, runs, schedules, sessions, workspace
+from .routes import (
+    agui,
+    chat,
+    context,
+    events,
+    info,
+    memory,
+    render,
+    runs,
+    schedules,
+    sessions,
+    workspace,
+)
 from .store.base import ChatStore
 from .titles import TitleGenerator
 
@@ -157,7 +169,20 @@ def _api_router(state: WebState, background: Background) -> APIRouter:
         request.state.lovia = state
 
     router = APIRouter(lifespan=_lifespan(state, background), dependencies=[Depends(bind_state)])
-    for module in (info, chat, sessions, runs, events, workspace, schedules, memory, agui):
+    routers = (
+        info,
+        chat,
+        sessions,
+        runs,
+        events,
+        workspace,
+        schedules,
+        memory,
+        agui,
+        context,
+        render,
+    )
+    for module in routers:
         router.include_router(module.router)
     return router
 

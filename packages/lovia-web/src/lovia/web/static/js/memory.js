@@ -1,0 +1,22 @@
+// The agent's hot memory notes: read, edit, save, and tidy up (dream).
+
+import { api, get, has, post } from "./api.js";
+import { h } from "./dom.js";
+import { t } from "./i18n.js";
+
+export async function load(root) {
+  const data = await get("/api/memory");
+  const editor = h("textarea", { id: "memory-editor", class: "memory-editor" });
+  editor.value = data.content ?? "";
+  const meter = h("p", { class: "hint", text: t("memory_used", { used: data.used ?? editor.value.length, budget: data.budget ?? "?" }) });
+  const status = h("p", { class: "hint", role: "status" });
+  const save = h("button", { type: "button", class: "btn primary", text: t("save"), onclick: async () => {
+    try { const saved = await api("PUT", "/api/memory", { content: editor.value }); editor.value = saved.content ?? editor.value; status.textContent = t("saved"); } catch (err) { status.textContent = err.message; }
+  } });
+  const dream = has("/api/memory/dream") ? h("button", { type: "button", class: "btn", text: t("dream"), onclick: async () => {
+    try { await post("/api/memory/dream"); await load(root); } catch (err) { status.textContent = err.message; }
+  } }) : null;
+  root.replaceChildren(h("h2", { text: t("memory_title") }), meter,
+    h("label", { for: "memory-editor", class: "visually-hidden", text: t("memory_title") }), editor,
+    h("div", { class: "row" }, save, dream), status);
+}
