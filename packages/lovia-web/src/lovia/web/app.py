@@ -13,7 +13,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -29,12 +29,19 @@ from .routes import chat, info, sessions
 from .store.base import ChatStore
 from .supervisor import RunSupervisor
 
+if TYPE_CHECKING:
+    from .config.runtime import ConfigRuntime
+
 __all__ = ["create_app"]
 
 logger = logging.getLogger(__name__)
 
 
-def _agents(agent_or_agents: Agent[Any] | Mapping[str, Agent[Any]]) -> dict[str, Agent[Any]]:
+def _agents(
+    agent_or_agents: Agent[Any] | Mapping[str, Agent[Any]], runtime: ConfigRuntime | None
+) -> dict[str, Agent[Any]]:
+    if runtime is not None and isinstance(agent_or_agents, Mapping) and not agent_or_agents:
+        return {runtime.agent_name: runtime.served_agent()}
     if isinstance(agent_or_agents, Agent):
         return {agent_or_agents.name: agent_or_agents}
     if isinstance(agent_or_agents, Mapping):
@@ -98,14 +105,17 @@ def create_app(
     max_background_runs: int = 8,
     approval_timeout: float | None = 300.0,
     max_turns: int = 50,
+    config_runtime: ConfigRuntime | None = None,
 ) -> FastAPI:
     """Build the app. ``store`` wins over ``db_path``; the default database is
     ``./.lovia/<agent>.db`` (``./.lovia/lovia.db`` for several agents).
 
     ``approval_timeout`` (seconds, ``None`` waits forever) denies a gated call nobody
     answered; ``max_background_runs`` bounds live runs (one more gets 429).
+    ``config_runtime`` (the CLI's default agent) adds ``/api/config`` and swaps the agent it
+    builds into the served ones; with it, an empty mapping serves the setup state.
     """
-    agents = _agents(agent_or_agents)
+    agents = _agents(agent_or_agents, config_runtime)
     if store is None:
         if db_path is None:
             name = next(iter(agents)) if len(agents) == 1 else "lovia"
@@ -118,7 +128,13 @@ def create_app(
         max_background_runs=max_background_runs,
         max_turns=max_turns,
     )
-    state = WebState(title=title, agents=agents, store=store, supervisor=supervisor)
+    state = WebState(
+        title=title,
+        agents=agents,
+        store=store,
+        supervisor=supervisor,
+        config_runtime=config_runtime,
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -141,4 +157,11 @@ def create_app(
     _install_error_handlers(app)
     for module in (info, chat, sessions):
         app.include_router(module.router)
+    if config_runtime is not None:
+        from .routes import config
+
+        config_runtime.bind(agents, supervisor.agents)
+        app.state.lovia_config = config_runtime
+        config.install_setup_gate(app, config_runtime)
+        app.include_router(config.router)
     return app

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, Request
 from lovia.agent import Agent
 
 from .store.base import ChatStore
 from .supervisor import RunSupervisor
+
+if TYPE_CHECKING:
+    from .config.runtime import ConfigRuntime
 
 __all__ = ["State", "WebState", "get_state"]
 
@@ -22,6 +25,8 @@ class WebState:
     agents: dict[str, Agent[Any]]
     store: ChatStore
     supervisor: RunSupervisor
+    config_runtime: ConfigRuntime | None = None
+    """Set when the server serves the CLI's default agent (``/api/config``)."""
 
 
 def get_state(request: Request) -> WebState:

@@ -84,6 +84,8 @@ class ServerInfo(BaseModel):
     version: str
     agents: list[str]
     default_agent: str | None
+    configured: bool = True
+    """False while a CLI server waits for its first model (chat answers 503)."""
 
 
 class ChatRequest(_Body):

@@ -36,6 +36,7 @@ async def info(state: State) -> ServerInfo:
         version=version("lovia-web"),
         agents=list(state.agents),
         default_agent=state.supervisor.default_agent,
+        configured=state.config_runtime is None or state.config_runtime.configured,
     )
 
 
