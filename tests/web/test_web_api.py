@@ -23,7 +23,15 @@ async def test_health_info_and_agents(make_app: Any, asgi_client: Any) -> None:
     assert info["title"] == "Demo" and info["agents"] == ["helper"]
     assert info["default_agent"] == "helper" and info["version"]
     agents = (await client.get("/api/agents")).json()
-    assert agents == [{"name": "helper", "model": "scripted-model", "tools": []}]
+    assert agents == [
+        {
+            "name": "helper",
+            "model": "scripted-model",
+            "tools": [],
+            "capabilities": [],
+            "context_window": None,
+        }
+    ]
     assert (await client.get("/api/agents/helper")).json() == agents[0]
     missing = await client.get("/api/agents/nobody")
     assert missing.status_code == 404 and missing.json()["hint"] == "agents: helper"

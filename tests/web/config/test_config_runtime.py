@@ -163,9 +163,20 @@ async def test_writes_through_a_foreign_host_are_refused(
     for host in ("localhost:8000", "[::1]:8000", "127.0.0.2"):
         ok = await client.post("/api/config/models", json=_LOCAL, headers={"host": host})
         assert ok.status_code in (201, 409), (host, ok.text)
-    runtime.token_auth = True  # a token-checked server lifts the guard
-    lifted = await client.put("/api/config/search", json={"backend": "off"}, headers=evil)
-    assert lifted.status_code == 200
+
+
+async def test_token_auth_lifts_the_rebinding_guard(asgi_client: Client, tmp_path: Path) -> None:
+    runtime = _runtime(tmp_path)
+    app = create_app({}, db_path=tmp_path / "chat.db", config_runtime=runtime, token="s3cret-token")
+    client: httpx.AsyncClient = await asgi_client(app)
+    evil = {"host": "attacker.example:8000"}
+    assert (await client.get("/api/config")).status_code == 401
+    lifted = await client.put(
+        "/api/config/search",
+        json={"backend": "off"},
+        headers={**evil, "authorization": "Bearer s3cret-token"},
+    )
+    assert lifted.status_code == 200, lifted.text
 
 
 async def test_test_endpoint_reuses_the_stored_key(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """lovia.web (distribution lovia-web): the HTTP/SSE server behind ``lovia web``.
 
 Names resolve lazily, so ``import lovia.web`` stays cheap until one is used; FastAPI is
-imported only with ``create_app`` (``lovia.web.app``). See docs/web.md.
+imported only with ``create_app`` / ``serve`` (``lovia.web.app``). See docs/web.md.
 """
 
 from __future__ import annotations
@@ -17,11 +17,19 @@ _EXPORTS: dict[str, str] = {
     "EventRecord": "lovia.web.eventlog",
     "EventRetention": "lovia.web.eventlog",
     "NotFound": "lovia.web.errors",
+    "RouterDeps": "lovia.web.deps",
     "RunConflict": "lovia.web.errors",
     "RunSupervisor": "lovia.web.supervisor",
     "SQLiteChatStore": "lovia.web.store.sqlite",
     "WebError": "lovia.web.errors",
+    "build_api_router": "lovia.web.app",
     "create_app": "lovia.web.app",
+    "generate_token": "lovia.web.auth",
+    "install_error_handlers": "lovia.web.app",
+    "is_loopback": "lovia.web.auth",
+    "rebinding_guard": "lovia.web.auth",
+    "serve": "lovia.web.app",
+    "token_dependency": "lovia.web.auth",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -41,8 +49,16 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from lovia.web.app import build_api_router as build_api_router
     from lovia.web.app import create_app as create_app
+    from lovia.web.app import install_error_handlers as install_error_handlers
+    from lovia.web.app import serve as serve
     from lovia.web.approvals import ApprovalRegistry as ApprovalRegistry
+    from lovia.web.auth import generate_token as generate_token
+    from lovia.web.auth import is_loopback as is_loopback
+    from lovia.web.auth import rebinding_guard as rebinding_guard
+    from lovia.web.auth import token_dependency as token_dependency
+    from lovia.web.deps import RouterDeps as RouterDeps
     from lovia.web.errors import CapacityExceeded as CapacityExceeded
     from lovia.web.errors import NotFound as NotFound
     from lovia.web.errors import RunConflict as RunConflict

@@ -1,71 +1,64 @@
-"""``create_app``: the FastAPI application serving one agent or a ``{name: agent}`` mapping.
+"""App assembly: ``create_app`` (the FastAPI app), ``build_api_router`` (the same API for an
+embedder's own app) and ``serve`` (``create_app`` under uvicorn, with the loopback rules).
 
-The app owns one ``ChatStore``, one ``RunSupervisor`` (with its ``EventHub`` and
-``ApprovalRegistry``) and the routers; its lifespan closes the supervisor (cancelling live runs
-cooperatively, checkpoints kept) and then the store. Errors are answered as ``ErrorBody``:
-``WebError``s with their own status, validation failures as 422 naming every field, a usage
-mistake as 422, and anything else as a bare 500 (logged, never echoed).
+``build_api_router`` is the one place the API routers are listed; ``create_app`` is that
+router plus ``/healthz``, the error handlers, authentication, CORS and the UI. The router's
+lifespan closes the supervisor (cancelling live runs cooperatively, checkpoints kept) and
+then the store. Errors are answered as ``ErrorBody``: ``WebError``s with their own status,
+validation failures as 422 naming every field, a usage mistake as 422, and anything else as
+a bare 500 (logged, never echoed).
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import logging
-from collections.abc import AsyncIterator, Mapping
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from lovia.agent import Agent
 from lovia.exceptions import UserError
 
 from .approvals import ApprovalRegistry
-from .deps import WebState
+from .auth import (
+    TokenLinkMiddleware,
+    custom_auth_dependency,
+    generate_token,
+    is_loopback,
+    normalise_token,
+    token_dependency,
+)
+from .deps import RouterDeps, WebState, agents_of
 from .errors import WebError
 from .models import ErrorBody, FieldError
 from .routes import chat, info, sessions
 from .store.base import ChatStore
-from .supervisor import RunSupervisor
 
 if TYPE_CHECKING:
     from .config.runtime import ConfigRuntime
 
-__all__ = ["create_app"]
+__all__ = ["build_api_router", "create_app", "install_error_handlers", "serve", "serve_banner"]
 
 logger = logging.getLogger(__name__)
 
-
-def _agents(
-    agent_or_agents: Agent[Any] | Mapping[str, Agent[Any]], runtime: ConfigRuntime | None
-) -> dict[str, Agent[Any]]:
-    if runtime is not None and isinstance(agent_or_agents, Mapping) and not agent_or_agents:
-        return {runtime.agent_name: runtime.served_agent()}
-    if isinstance(agent_or_agents, Agent):
-        return {agent_or_agents.name: agent_or_agents}
-    if isinstance(agent_or_agents, Mapping):
-        agents = dict(agent_or_agents)
-        bad = [name for name, agent in agents.items() if not isinstance(agent, Agent)]
-        if bad or not agents:
-            raise UserError(
-                "create_app() needs at least one agent, and every mapping value must be an Agent"
-                + (f" (not: {', '.join(map(repr, bad))})" if bad else ""),
-                hint="pass an Agent or a {name: Agent} mapping",
-            )
-        return agents
-    raise UserError(
-        "create_app() takes an Agent or a {name: Agent} mapping, "
-        f"got {type(agent_or_agents).__name__}",
-        hint="pass an Agent or a {name: Agent} mapping",
-    )
+_SERVE_BACKGROUND_RUNS = 8
 
 
 def _error(status: int, body: ErrorBody) -> JSONResponse:
     return JSONResponse(body.model_dump(exclude_none=True), status_code=status)
 
 
-def _install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer the API's errors as ``ErrorBody`` (an embedder calls this on its own app)."""
+
     async def web_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, WebError)
         return _error(exc.status, ErrorBody(detail=exc.message, hint=exc.hint))
@@ -96,6 +89,81 @@ def _install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, unexpected)
 
 
+def _lifespan(state: WebState) -> Callable[[Any], Any]:
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            try:
+                await state.supervisor.aclose()
+            finally:
+                await state.store.aclose()
+
+    return lifespan
+
+
+def _api_router(state: WebState) -> APIRouter:
+    def bind_state(request: Request) -> None:
+        request.state.lovia = state
+
+    router = APIRouter(lifespan=_lifespan(state), dependencies=[Depends(bind_state)])
+    for module in (info, chat, sessions):
+        router.include_router(module.router)
+    return router
+
+
+def build_api_router(deps: RouterDeps) -> APIRouter:
+    """The whole ``/api`` for an embedder's FastAPI app. It has no auth of its own: add it
+    where you include it, e.g. ``dependencies=[Depends(token_dependency(token))]``, and call
+    ``install_error_handlers(app)`` so its errors keep their shape. The router's lifespan
+    closes the supervisor and the store when the app shuts down.
+    """
+    return _api_router(deps.state())
+
+
+def _auth_dependencies(token: str | None, auth: Callable[..., Any] | None) -> list[Any]:
+    if token is not None and auth is not None:
+        raise UserError(
+            "token= and auth= are mutually exclusive",
+            hint="pass token= for the built-in server token, or auth= for your own dependency",
+        )
+    if token is not None:
+        return [Depends(token_dependency(token))]
+    if auth is not None:
+        if not callable(auth):
+            raise UserError(
+                f"auth= must be a FastAPI dependency (a callable), got {type(auth).__name__}",
+                hint="pass a function that raises HTTPException(401) to refuse a request",
+            )
+        return [Depends(custom_auth_dependency(auth))]
+    return []
+
+
+def _cors_origins(cors_origins: str | Sequence[str] | None) -> list[str]:
+    if cors_origins is None:
+        return []
+    origins = [cors_origins] if isinstance(cors_origins, str) else list(cors_origins)
+    if not all(isinstance(o, str) and o.strip() for o in origins):
+        raise UserError(
+            "cors_origins must be origin strings such as 'https://app.example.com'",
+            hint="leave it unset to send no CORS headers",
+        )
+    return [o.strip() for o in origins]
+
+
+def _mount_ui(app: FastAPI, state: WebState) -> None:
+    """The bundled UI's hook: ``lovia.web.ui.mount_ui(app, state)``, when the module exists.
+    Its routes are mounted on the app itself, outside the guarded API router (open)."""
+    try:
+        ui = importlib.import_module("lovia.web.ui")
+    except ModuleNotFoundError as exc:
+        if exc.name != "lovia.web.ui":
+            raise
+        return
+    ui.mount_ui(app, state)
+
+
 def create_app(
     agent_or_agents: Agent[Any] | Mapping[str, Agent[Any]],
     *,
@@ -105,63 +173,154 @@ def create_app(
     max_background_runs: int = 8,
     approval_timeout: float | None = 300.0,
     max_turns: int = 50,
+    token: str | None = None,
+    auth: Callable[..., Any] | None = None,
+    cors_origins: str | Sequence[str] | None = None,
+    ui: bool = True,
     config_runtime: ConfigRuntime | None = None,
 ) -> FastAPI:
     """Build the app. ``store`` wins over ``db_path``; the default database is
     ``./.lovia/<agent>.db`` (``./.lovia/lovia.db`` for several agents).
 
     ``approval_timeout`` (seconds, ``None`` waits forever) denies a gated call nobody
-    answered; ``max_background_runs`` bounds live runs (one more gets 429).
-    ``config_runtime`` (the CLI's default agent) adds ``/api/config`` and swaps the agent it
-    builds into the served ones; with it, an empty mapping serves the setup state.
+    answered; ``max_background_runs`` bounds live runs (one more gets 429). ``token`` (the
+    server token) or ``auth`` (your own dependency) guards the API; without either the app
+    has no authentication. ``cors_origins`` unset sends no CORS headers; ``ui=False`` serves
+    the API only. ``config_runtime`` (the CLI's default agent) adds ``/api/config`` and swaps
+    the agent it builds into the served ones; with it, an empty mapping serves the setup state.
     """
-    agents = _agents(agent_or_agents, config_runtime)
+    if config_runtime is not None and isinstance(agent_or_agents, Mapping) and not agent_or_agents:
+        agent_or_agents = {config_runtime.agent_name: config_runtime.served_agent()}
+    agents = agents_of(agent_or_agents, caller="create_app()")
+    guard = _auth_dependencies(token, auth)
+    origins = _cors_origins(cors_origins)
     if store is None:
         if db_path is None:
             name = next(iter(agents)) if len(agents) == 1 else "lovia"
             db_path = Path(".lovia") / f"{name}.db"
         store = ChatStore.sqlite(str(db_path))
-    supervisor = RunSupervisor(
-        agents,
-        store,
+    deps = RouterDeps(
+        agents=agents,
+        store=store,
         approvals=ApprovalRegistry(timeout=approval_timeout),
+        title=title,
         max_background_runs=max_background_runs,
         max_turns=max_turns,
     )
-    state = WebState(
-        title=title,
-        agents=agents,
-        store=store,
-        supervisor=supervisor,
-        config_runtime=config_runtime,
-    )
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            try:
-                await supervisor.aclose()
-            finally:
-                await store.aclose()
-
+    state = deps.state()
+    if config_runtime is not None:
+        state = replace(state, config_runtime=config_runtime)
+        state.features["model_config"] = True
+        config_runtime.bind(state.agents, state.supervisor.agents)
     app = FastAPI(
-        title=title,
-        lifespan=lifespan,
-        docs_url="/api/docs",
-        openapi_url="/api/openapi.json",
-        redoc_url=None,
+        title=title, docs_url="/api/docs", openapi_url="/api/openapi.json", redoc_url=None
     )
     app.state.lovia = state
-    _install_error_handlers(app)
-    for module in (info, chat, sessions):
-        app.include_router(module.router)
+    install_error_handlers(app)
+    app.include_router(info.health_router)
+    app.include_router(_api_router(state), dependencies=guard)
     if config_runtime is not None:
         from .routes import config
 
-        config_runtime.bind(agents, supervisor.agents)
-        app.state.lovia_config = config_runtime
+        app.include_router(config.router, dependencies=guard)
         config.install_setup_gate(app, config_runtime)
-        app.include_router(config.router)
+    if ui:
+        _mount_ui(app, state)
+    if origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=origins,
+            allow_credentials="*" not in origins,  # a wildcard never carries the cookie
+            allow_methods=["*"],
+            allow_headers=["*"],
+        )
+    if token is not None:
+        app.add_middleware(TokenLinkMiddleware, token=token)
     return app
+
+
+def _url_host(host: str) -> str:
+    name = host.strip()
+    return f"[{name}]" if ":" in name and not name.startswith("[") else name
+
+
+def serve_banner(
+    host: str, port: int, token: str | None, *, generated: bool, ui: bool = True
+) -> list[str]:
+    """What ``serve`` prints about access: the token and the ``/?token=`` link (IPv6
+    bracketed), or the loopback note. Empty when a custom ``auth`` guards the server."""
+    base = f"http://{_url_host(host)}:{port}"
+    if token is None:
+        return [f"lovia web: {base}/ (no authentication: loopback only)"]
+    lines = [
+        f"lovia web: {'generated ' if generated else ''}server token: {token}",
+        "lovia web: clients send it as 'Authorization: Bearer <token>' or the lovia_token cookie",
+    ]
+    if ui:
+        lines.append(f"lovia web: open {base}/?token={token}")
+    return lines
+
+
+def _split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    import uvicorn
+
+    app_names = set(inspect.signature(create_app).parameters) - {"agent_or_agents"}
+    uvicorn_names = set(inspect.signature(uvicorn.Config).parameters) - {"app", "host", "port"}
+    app_options = {k: v for k, v in options.items() if k in app_names}
+    uvicorn_options = {k: v for k, v in options.items() if k not in app_names}
+    unknown = sorted(set(uvicorn_options) - uvicorn_names)
+    if unknown:
+        raise UserError(
+            f"serve() got unknown option(s): {', '.join(unknown)}",
+            hint="serve takes create_app's options plus uvicorn.Config's",
+        )
+    return app_options, uvicorn_options
+
+
+def serve(
+    agent_or_agents: Agent[Any] | Mapping[str, Agent[Any]],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    token: str | None = None,
+    auth: Callable[..., Any] | None = None,
+    ui: bool = True,
+    out: TextIO | None = None,
+    **options: Any,
+) -> None:
+    """Serve the agent(s) with uvicorn until interrupted.
+
+    ``options`` are ``create_app``'s (``db_path``, ``title``, ``approval_timeout``, ...) and,
+    for the rest, ``uvicorn.Config``'s (``log_level``, ``ssl_certfile``, ...). A server always
+    has 8 background runs. On a non-loopback ``host`` without ``token`` or ``auth``, a token
+    is generated; the token (generated or given) and a ``/?token=`` link are printed to
+    ``out`` (stdout by default). A custom ``auth`` is never paired with a generated token.
+    """
+    import uvicorn
+
+    if "max_background_runs" in options:
+        raise UserError(
+            "serve() always uses 8 background runs",
+            hint="build the app with create_app(max_background_runs=...) and run it yourself",
+        )
+    app_options, uvicorn_options = _split_options(options)
+    if token is not None:
+        token = normalise_token(token)
+    generated = token is None and auth is None and not is_loopback(host)
+    if generated:
+        token = generate_token()
+    app = create_app(
+        agent_or_agents,
+        token=token,
+        auth=auth,
+        ui=ui,
+        max_background_runs=_SERVE_BACKGROUND_RUNS,
+        **app_options,
+    )
+    if auth is None:
+        stream = out if out is not None else sys.stdout
+        for line in serve_banner(host, port, token, generated=generated, ui=ui):
+            print(line, file=stream, flush=True)
+    uvicorn.run(app, host=host, port=port, **uvicorn_options)

@@ -21,8 +21,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from lovia.exceptions import UserError
 
 if TYPE_CHECKING:
-    from fastapi import FastAPI
-
     from .config.files import ConfigFile
     from .config.schema import WebConfig
 
@@ -357,9 +355,9 @@ def _browsable(host: str, port: int) -> str:
 
 
 def _is_loopback(host: str) -> bool:
-    from .routes.config import is_loopback_host
+    from .auth import is_loopback
 
-    return is_loopback_host(f"[{host}]" if ":" in host else host)
+    return is_loopback(host)
 
 
 def _check(settings: Settings) -> int:
@@ -404,7 +402,9 @@ def _check(settings: Settings) -> int:
 
 @dataclass
 class _Served:
-    app: FastAPI
+    target: Any
+    """What ``serve`` takes: an Agent, a mapping, or ``{}`` with a config runtime."""
+    options: dict[str, Any]
     summary: list[str]
 
 
@@ -443,19 +443,11 @@ def _builder(settings: Settings, store: Any) -> Callable[[WebConfig], Any]:
 
 
 def _default_server(settings: Settings, store: Any, loaded: ConfigFile) -> _Served:
-    from .app import create_app
-    from .config.runtime import ConfigRuntime
     from .config.files import ensure_gitignored
+    from .config.runtime import ConfigRuntime
 
     ensure_gitignored()
-    runtime = ConfigRuntime(loaded, _builder(settings, store), token_auth=False)
-    app = create_app(
-        {},
-        store=store,
-        title=settings.title,
-        max_turns=settings.max_turns,
-        config_runtime=runtime,
-    )
+    runtime = ConfigRuntime(loaded, _builder(settings, store))
     summary = []
     profile = loaded.config.chat_profile
     if runtime.configured and profile is not None:
@@ -469,11 +461,10 @@ def _default_server(settings: Settings, store: Any, loaded: ConfigFile) -> _Serv
     folder = Path(settings.workspace or ".").expanduser().resolve()
     summary.append("workspace:  none" if mode == "none" else f"workspace:  {folder} ({mode})")
     summary.append(f"config:     {loaded.path} ({loaded.scope})")
-    return _Served(app, summary)
+    return _Served({}, {"config_runtime": runtime}, summary)
 
 
 def _app_server(settings: Settings, store: Any) -> _Served:
-    from .app import create_app
     from .default_agent import load_app_target
 
     assert settings.app is not None
@@ -482,7 +473,6 @@ def _app_server(settings: Settings, store: Any) -> _Served:
     if given:
         flags = ", ".join("--" + f.replace("_", "-") for f in given)
         _warn(f"--app serves your own agent: {flags} ignored")
-    app = create_app(target, store=store, title=settings.title, max_turns=settings.max_turns)
     agents = [target.name] if not isinstance(target, dict) else list(target)
     summary = [f"app:        {settings.app} (agents: {', '.join(agents)})"]
     has_workspace = any(
@@ -491,7 +481,7 @@ def _app_server(settings: Settings, store: Any) -> _Served:
     )
     if has_workspace and not _is_loopback(settings.host):
         _warn("an --app agent with a workspace is reachable beyond this machine")
-    return _Served(app, summary)
+    return _Served(target, {}, summary)
 
 
 def _given(settings: Settings, name: str) -> bool:
@@ -501,11 +491,12 @@ def _given(settings: Settings, name: str) -> bool:
     return bool(value) if not isinstance(value, list) else bool(value)
 
 
-def serve_app(app: FastAPI, *, host: str, port: int, log_level: str) -> None:
-    """Run ``app`` until interrupted (the seam the CLI serves through)."""
-    import uvicorn
+def serve_app(target: Any, **options: Any) -> None:
+    """Serve until interrupted (the seam the CLI serves through: ``lovia.web.serve``, which
+    prints the access banner and generates a token off loopback)."""
+    from .app import serve
 
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    serve(target, **options)
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "lovia web") -> int:
@@ -552,21 +543,26 @@ def _main(args: argparse.Namespace, prog: str) -> int:
         if loaded is None
         else _default_server(settings, store, loaded)
     )
-    token = settings.token
     exposed = not _is_loopback(settings.host)
-    url = _browsable(settings.host, settings.port)
-    if exposed and token is None:
-        from secrets import token_urlsafe
-
-        token = token_urlsafe(24)
-    _say(f"lovia web: {url}" + (f"/?token={token}" if token else ""))
+    _say(f"lovia web: serving at {_browsable(settings.host, settings.port)}")
     for line in served.summary:
         _say(line)
     _say(f"chats:      {db.resolve()}")
-    if token:
-        _say(f"token:      {token}")
     if exposed and loaded is not None and settings.workspace_mode == "trusted":
-        _warn("a trusted workspace (commands and writes without approval) is exposed beyond "
-              "this machine; use --readonly or listen on 127.0.0.1")
-    serve_app(served.app, host=settings.host, port=settings.port, log_level=settings.log_level)
+        _warn(
+            "a trusted workspace (commands and writes without approval) is exposed beyond "
+            "this machine; use --readonly or listen on 127.0.0.1"
+        )
+    serve_app(
+        served.target,
+        host=settings.host,
+        port=settings.port,
+        token=settings.token,
+        store=store,
+        title=settings.title,
+        max_turns=settings.max_turns,
+        log_level=settings.log_level,
+        access_log=False,
+        **served.options,
+    )
     return 0

@@ -77,6 +77,11 @@ class AgentInfo(BaseModel):
     name: str
     model: str | None
     tools: list[str]
+    capabilities: list[str]
+    """Any of ``vision``, ``workspace``, ``handoffs``, ``approvals``, ``structured_output``,
+    ``plugins``."""
+    context_window: int | None
+    """The resolved context window in tokens (``None``: unknown)."""
 
 
 class ServerInfo(BaseModel):
@@ -84,8 +89,11 @@ class ServerInfo(BaseModel):
     version: str
     agents: list[str]
     default_agent: str | None
-    configured: bool = True
-    """False while a CLI server waits for its first model (chat answers 503)."""
+    configured: bool
+    """Whether every agent has a model (a server can start unconfigured)."""
+    features: dict[str, bool]
+    """``checkpointing, titles, followups, scheduling, workspace, memory, rewind, events,
+    model_config``: what this server offers."""
 
 
 class ChatRequest(_Body):

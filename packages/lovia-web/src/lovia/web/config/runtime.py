@@ -142,14 +142,11 @@ class ConfigRuntime:
         builder: AgentBuilder,
         *,
         agent_name: str = "lovia",
-        token_auth: bool = False,
     ) -> None:
         self.config = loaded.config
         self.path: Path = loaded.path
         self.scope = loaded.scope
         self.agent_name = agent_name
-        self.token_auth = token_auth
-        """Whether the server checks a token (the rebinding guard is then lifted)."""
         self._builder = builder
         self._lock = asyncio.Lock()
         self._listeners: list[Listener] = []

@@ -1,9 +1,9 @@
 """``/api/config/*``: read and change the served model configuration (only on a server whose
 agent is the CLI's default agent, i.e. one built with a ``ConfigRuntime``).
 
-Reads never show a key (``{set, hint}``) and are not cached. Writes from a browser page whose
-``Host`` is not a loopback name are refused (403) unless the server checks a token: a DNS
-rebinding page must not reconfigure a local server. While no model is configured, the chat
+Reads never show a key (``{set, hint}``) and are not cached. Writes to a server without
+authentication whose ``Host`` is not a loopback name are refused (403, ``rebinding_guard``):
+a DNS-rebinding page must not reconfigure a local server; token auth lifts the guard. While no model is configured, the chat
 endpoints answer 503 with a hint (``install_setup_gate``).
 """
 
@@ -24,51 +24,24 @@ from ..config.runtime import (
     SearchInput,
     TestRequest,
 )
-from ..errors import NotFound, WebError
+from ..auth import rebinding_guard
+from ..deps import State
+from ..errors import NotFound
 from ..models import ErrorBody, error_responses
 
-__all__ = ["install_setup_gate", "is_loopback_host", "rebinding_guard", "router"]
+__all__ = ["install_setup_gate", "router"]
 
 _NO_STORE = {"Cache-Control": "no-store"}
 
 
-class Forbidden(WebError):
-    status = 403
-
-
-def runtime_of(request: Request) -> ConfigRuntime:
-    runtime: ConfigRuntime | None = getattr(request.app.state, "lovia_config", None)
-    if runtime is None:  # the router is only mounted with a runtime; belt and braces
+def runtime_of(state: State) -> ConfigRuntime:
+    if state.config_runtime is None:  # mounted only with a runtime; belt and braces
         raise NotFound("this server has no model configuration", hint="it serves --app agents")
-    return runtime
+    return state.config_runtime
 
 
 Runtime = Annotated[ConfigRuntime, Depends(runtime_of)]
-
-
-def is_loopback_host(host_header: str) -> bool:
-    """Whether a ``Host`` header names this machine (``localhost``, ``127.x``, ``[::1]``)."""
-    host = host_header.strip().lower()
-    if host.startswith("["):
-        host = host[1:].partition("]")[0]
-    elif host.count(":") == 1:
-        host = host.partition(":")[0]
-    return host in ("localhost", "::1") or host.endswith(".localhost") or host.startswith("127.")
-
-
-def rebinding_guard(request: Request, runtime: Runtime) -> None:
-    """403 for a write whose ``Host`` is not loopback, unless the server checks a token."""
-    if runtime.token_auth:
-        return
-    if not is_loopback_host(request.headers.get("host", "")):
-        raise Forbidden(
-            "configuration changes are accepted only through a loopback address",
-            hint="open the UI at http://127.0.0.1:<port>, or start the server with --token",
-        )
-
-
-Guarded = Annotated[None, Depends(rebinding_guard)]
-router = APIRouter(prefix="/api/config")
+router = APIRouter(prefix="/api/config", dependencies=[Depends(rebinding_guard)])
 _ERRORS = error_responses(403, 404, 409, 422)
 
 
@@ -80,7 +53,7 @@ async def get_config(runtime: Runtime, response: Response) -> ConfigView:
 
 @router.post("/models", response_model=ConfigView, status_code=201, responses=_ERRORS)
 async def add_model(
-    body: ProfileInput, runtime: Runtime, response: Response, _: Guarded
+    body: ProfileInput, runtime: Runtime, response: Response
 ) -> ConfigView:
     response.headers.update(_NO_STORE)
     return await runtime.add_model(body)
@@ -88,7 +61,7 @@ async def add_model(
 
 @router.put("/models/{model_id}", response_model=ConfigView, responses=_ERRORS)
 async def update_model(
-    model_id: str, body: ProfileInput, runtime: Runtime, response: Response, _: Guarded
+    model_id: str, body: ProfileInput, runtime: Runtime, response: Response
 ) -> ConfigView:
     response.headers.update(_NO_STORE)
     return await runtime.update_model(model_id, body)
@@ -96,7 +69,7 @@ async def update_model(
 
 @router.delete("/models/{model_id}", response_model=ConfigView, responses=_ERRORS)
 async def delete_model(
-    model_id: str, runtime: Runtime, response: Response, _: Guarded
+    model_id: str, runtime: Runtime, response: Response
 ) -> ConfigView:
     response.headers.update(_NO_STORE)
     return await runtime.delete_model(model_id)
@@ -104,7 +77,7 @@ async def delete_model(
 
 @router.put("/roles", response_model=ConfigView, responses=_ERRORS)
 async def set_roles(
-    body: RolesInput, runtime: Runtime, response: Response, _: Guarded
+    body: RolesInput, runtime: Runtime, response: Response
 ) -> ConfigView:
     response.headers.update(_NO_STORE)
     return await runtime.set_roles(body)
@@ -112,7 +85,7 @@ async def set_roles(
 
 @router.put("/search", response_model=ConfigView, responses=_ERRORS)
 async def set_search(
-    body: SearchInput, runtime: Runtime, response: Response, _: Guarded
+    body: SearchInput, runtime: Runtime, response: Response
 ) -> ConfigView:
     response.headers.update(_NO_STORE)
     return await runtime.set_search(body)
@@ -120,7 +93,7 @@ async def set_search(
 
 @router.post("/test", response_model=ProbeResult, responses=_ERRORS)
 async def test_connection(
-    body: TestRequest, runtime: Runtime, response: Response, _: Guarded
+    body: TestRequest, runtime: Runtime, response: Response
 ) -> ProbeResult:
     """Probe a connection live (nothing is saved)."""
     response.headers.update(_NO_STORE)
