@@ -307,7 +307,7 @@ def resolve_settings(
     skills = args.skills_dir or [
         p for p in (env.get("LOVIA_SKILLS_DIR") or "").split(os.pathsep) if p.strip()
     ]
-    token = pick(args.token, "LOVIA_WEB_TOKEN")
+    token = args.token if args.token is not None else env.get("LOVIA_WEB_TOKEN")
     if token is not None and not token.strip():
         raise UserError("the token must not be blank", hint="omit --token to go without one")
     return Settings(
