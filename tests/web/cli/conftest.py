@@ -47,7 +47,9 @@ def dirs(tmp_path: Path) -> Dirs:
     return Dirs(home, project)
 
 
-def run_lovia(dirs: Dirs, *args: str, timeout: float = 60, **env: str) -> subprocess.CompletedProcess[str]:
+def run_lovia(
+    dirs: Dirs, *args: str, timeout: float = 60, **env: str
+) -> subprocess.CompletedProcess[str]:
     """Run ``lovia <args>`` to completion."""
     return subprocess.run(
         [LOVIA, *args],

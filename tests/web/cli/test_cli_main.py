@@ -38,13 +38,38 @@ def test_flag_beats_env_beats_default() -> None:
     assert (default.host, default.port, default.title) == ("127.0.0.1", 8000, "lovia")
     assert (default.max_turns, default.max_retries, default.max_tokens) == (50, 4, None)
     assert default.workspace_mode == "coding" and default.followups is True
-    env = _settings(LOVIA_PORT="9001", LOVIA_TITLE="Mine", LOVIA_WORKSPACE_MODE="readonly",
-                    LOVIA_FOLLOWUPS="0", LOVIA_MAX_TOKENS="512", LOVIA_PROVIDER_TRUST_ENV="1",
-                    LOVIA_SKILLS_DIR="a:b", LOVIA_LOG_LEVEL="INFO")
-    assert (env.port, env.title, env.workspace_mode, env.followups) == (9001, "Mine", "readonly", False)
-    assert (env.max_tokens, env.trust_env, env.skills_dirs, env.log_level) == (512, True, ["a", "b"], "info")
-    flag = _settings("--port", "9002", "--trusted", "--skills-dir", "c", LOVIA_PORT="9001",
-                     LOVIA_WORKSPACE_MODE="readonly", LOVIA_SKILLS_DIR="a")
+    env = _settings(
+        LOVIA_PORT="9001",
+        LOVIA_TITLE="Mine",
+        LOVIA_WORKSPACE_MODE="readonly",
+        LOVIA_FOLLOWUPS="0",
+        LOVIA_MAX_TOKENS="512",
+        LOVIA_PROVIDER_TRUST_ENV="1",
+        LOVIA_SKILLS_DIR="a:b",
+        LOVIA_LOG_LEVEL="INFO",
+    )
+    assert (env.port, env.title, env.workspace_mode, env.followups) == (
+        9001,
+        "Mine",
+        "readonly",
+        False,
+    )
+    assert (env.max_tokens, env.trust_env, env.skills_dirs, env.log_level) == (
+        512,
+        True,
+        ["a", "b"],
+        "info",
+    )
+    flag = _settings(
+        "--port",
+        "9002",
+        "--trusted",
+        "--skills-dir",
+        "c",
+        LOVIA_PORT="9001",
+        LOVIA_WORKSPACE_MODE="readonly",
+        LOVIA_SKILLS_DIR="a",
+    )
     assert (flag.port, flag.workspace_mode, flag.skills_dirs) == (9002, "trusted", ["c"])
 
 
@@ -165,7 +190,9 @@ def test_check_with_a_keyless_local_gateway_and_an_env_key(
     home = Path(__import__("os").environ["HOME"])
     (home / ".lovia").mkdir()
     url = f"http://127.0.0.1:{free_port()}/v1"
-    (home / ".lovia" / "config.json").write_text(json.dumps({"models": [{"model": "m", "base_url": url}]}))
+    (home / ".lovia" / "config.json").write_text(
+        json.dumps({"models": [{"model": "m", "base_url": url}]})
+    )
     assert cli.main(["--check"]) == 2  # nothing listens there
     out = capsys.readouterr().out
     assert "keyless gateway" in out and "unreachable" in out

@@ -70,7 +70,9 @@ def test_a_saved_config_is_served_on_the_next_start_with_a_summary(
 ) -> None:
     (dirs.home / ".lovia").mkdir()
     (dirs.home / ".lovia" / "config.json").write_text(
-        json.dumps({"models": [{"id": "local", "model": "gpt-4o-mini", "base_url": llmock.url + "/v1"}]})
+        json.dumps(
+            {"models": [{"id": "local", "model": "gpt-4o-mini", "base_url": llmock.url + "/v1"}]}
+        )
     )
     process = start_web(dirs, "--readonly")
     web.append(process)
@@ -90,7 +92,15 @@ def test_check_reports_reachable_auth_failure_and_missing_config(
     (dirs.home / ".lovia").mkdir()
     (dirs.home / ".lovia" / "config.json").write_text(
         json.dumps(
-            {"models": [{"model": "gpt-4o-mini", "base_url": llmock.url + "/v1", "api_key": "sk-abcdefgh1234"}]}
+            {
+                "models": [
+                    {
+                        "model": "gpt-4o-mini",
+                        "base_url": llmock.url + "/v1",
+                        "api_key": "sk-abcdefgh1234",
+                    }
+                ]
+            }
         )
     )
     ok = run_lovia(dirs, "web", "--check")
@@ -118,7 +128,7 @@ def test_bad_input_is_a_message_and_exit_2_never_a_traceback(dirs: Dirs) -> None
         (("web", "--bogus"), {}, "--help"),
     ]
     for args, env, needle in cases:
-        result = run_lovia(dirs, *args, PYTHONPATH=str(dirs.project), **env)
+        result = run_lovia(dirs, *args, PYTHONPATH=str(dirs.project), **env)  # type: ignore[arg-type]
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert needle in result.stderr, (args, result.stderr)
         assert "Traceback" not in result.stderr + result.stdout, (args, result.stderr)

@@ -130,10 +130,12 @@ def test_numbers_and_switches() -> None:
     assert (resolve_max_turns(None), resolve_max_turns("7")) == (50, 7)
     assert (resolve_max_retries(None), resolve_max_retries(0)) == (4, 0)
     assert (resolve_max_tokens(None), resolve_max_tokens("99")) == (None, 99)
-    for bad in (lambda: resolve_max_turns(0), lambda: resolve_max_retries(-1),
-                lambda: resolve_max_tokens("x")):
-        with pytest.raises(UserError):
-            bad()
+    with pytest.raises(UserError):
+        resolve_max_turns(0)
+    with pytest.raises(UserError):
+        resolve_max_retries(-1)
+    with pytest.raises(UserError):
+        resolve_max_tokens("x")
     assert resolve_followups(False, None) and not resolve_followups(True, "1")
     assert not resolve_followups(False, "off")
     assert resolve_followup_model("openai:gpt-4o-mini") == "openai:gpt-4o-mini"

@@ -22,7 +22,7 @@ from lovia.web.config.schema import WebConfig
 from tests.web.conftest import Gate, chat, frames_until_done, until
 
 Client = Callable[[Any], Any]
-_LOCAL = {"model": "qwen", "base_url": "http://127.0.0.1:9/v1"}
+_LOCAL: dict[str, Any] = {"model": "qwen", "base_url": "http://127.0.0.1:9/v1"}
 
 
 def _builder(gates: dict[str, Gate] | None = None) -> Callable[[WebConfig], Agent[Any]]:
@@ -30,7 +30,11 @@ def _builder(gates: dict[str, Gate] | None = None) -> Callable[[WebConfig], Agen
         profile = config.chat_profile
         assert profile is not None
         gate = (gates or {}).get(profile.id)
-        steps = [call("wait_gate"), text(f"from {profile.id}")] if gate else [text(f"from {profile.id}")]
+        steps = (
+            [call("wait_gate"), text(f"from {profile.id}")]
+            if gate
+            else [text(f"from {profile.id}")]
+        )
         return Agent("lovia", model=ScriptedProvider(steps), tools=[gate.tool] if gate else [])
 
     return build
@@ -57,12 +61,16 @@ async def test_first_run_blocks_chat_until_a_model_is_saved(
     blocked = await client.post("/api/chat/stream", json={"message": "hi"})
     assert blocked.status_code == 503 and "configured" in blocked.json()["detail"]
     assert blocked.json()["hint"]
-    saved = await client.post("/api/config/models", json={**_LOCAL, "api_key": "sk-secret-0123456789"})
+    saved = await client.post(
+        "/api/config/models", json={**_LOCAL, "api_key": "sk-secret-0123456789"}
+    )
     assert saved.status_code == 201, saved.text
     assert (await client.get("/api/info")).json()["configured"] is True
     response = await client.post("/api/chat/stream", json={"message": "hi"})
     frames = await frames_until_done(response)
-    assert "".join(f.data.get("delta", "") for f in frames if f.event == "text_delta") == "from qwen"
+    assert (
+        "".join(f.data.get("delta", "") for f in frames if f.event == "text_delta") == "from qwen"
+    )
     on_disk = json.loads(runtime.path.read_text())
     assert on_disk["models"][0]["api_key"] == "sk-secret-0123456789"
     assert stat.S_IMODE(runtime.path.stat().st_mode) == 0o600
@@ -70,15 +78,21 @@ async def test_first_run_blocks_chat_until_a_model_is_saved(
 
 async def test_keys_are_write_only(asgi_client: Client, tmp_path: Path) -> None:
     client = await _client(asgi_client, tmp_path, _runtime(tmp_path))
-    await client.post("/api/config/models", json={**_LOCAL, "id": "m", "api_key": "sk-secret-0123456789"})
-    await client.put("/api/config/search", json={"backend": "off", "tavily_api_key": "tvly-abcdefghijkl"})
+    await client.post(
+        "/api/config/models", json={**_LOCAL, "id": "m", "api_key": "sk-secret-0123456789"}
+    )
+    await client.put(
+        "/api/config/search", json={"backend": "off", "tavily_api_key": "tvly-abcdefghijkl"}
+    )
     read = await client.get("/api/config")
     assert read.headers["cache-control"] == "no-store"
     assert "sk-secret" not in read.text and "tvly-" not in read.text
     body = read.json()
     assert body["models"][0]["api_key"] == {"set": True, "hint": "…6789"}
     assert body["search"]["tavily_api_key"]["set"] is True
-    kept = await client.put("/api/config/models/m", json={**_LOCAL, "name": "Renamed", "api_key": None})
+    kept = await client.put(
+        "/api/config/models/m", json={**_LOCAL, "name": "Renamed", "api_key": None}
+    )
     assert kept.json()["models"][0]["api_key"]["set"] is True
     assert kept.json()["models"][0]["name"] == "Renamed"
     cleared = await client.put("/api/config/models/m", json={**_LOCAL, "api_key": ""})
@@ -96,7 +110,9 @@ async def test_every_write_validates_the_whole_document(
     assert dup.status_code == 409
     bad_role = await client.put("/api/config/roles", json={"chat": "a", "vision": "nope"})
     assert bad_role.status_code == 422 and "roles.vision" in bad_role.json()["detail"]
-    bad_url = await client.post("/api/config/models", json={"model": "x", "base_url": "file:///etc"})
+    bad_url = await client.post(
+        "/api/config/models", json={"model": "x", "base_url": "file:///etc"}
+    )
     assert bad_url.status_code == 422 and "base_url" in bad_url.json()["detail"]
     bad_id = await client.post("/api/config/models", json={**_LOCAL, "id": "../../x"})
     assert bad_id.status_code == 422
@@ -202,7 +218,9 @@ async def test_test_endpoint_over_http_probes_without_saving(
 ) -> None:
     runtime = _runtime(tmp_path)
     client = await _client(asgi_client, tmp_path, runtime)
-    probe = await client.post("/api/config/test", json={"model": "m", "base_url": "http://127.0.0.1:9/v1"})
+    probe = await client.post(
+        "/api/config/test", json={"model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    )
     assert probe.status_code == 200 and probe.json()["status"] == "unreachable"
     assert not runtime.path.exists()
 

@@ -15,7 +15,11 @@ from pydantic import ValidationError
 
 def test_vendor_prefix_decides_the_flavour_and_fills_the_base_url() -> None:
     p = ModelProfile(model="anthropic:claude-sonnet-4-5")
-    assert (p.flavor, p.model, p.base_url) == ("anthropic", "claude-sonnet-4-5", "https://api.anthropic.com")
+    assert (p.flavor, p.model, p.base_url) == (
+        "anthropic",
+        "claude-sonnet-4-5",
+        "https://api.anthropic.com",
+    )
     bare = ModelProfile.model_validate({"model": "llama3:8b", "flavor": "openai"})
     assert (bare.flavor, bare.model) == ("openai", "llama3:8b")  # an Ollama tag, no vendor
     assert bare.base_url == "https://api.openai.com/v1"
@@ -50,13 +54,17 @@ def test_duplicate_ids_are_rejected() -> None:
 
 
 def test_missing_chat_role_heals_and_unknown_references_are_rejected() -> None:
-    cfg = WebConfig.model_validate({"models": [{"id": "a", "model": "x"}, {"id": "b", "model": "y"}]})
+    cfg = WebConfig.model_validate(
+        {"models": [{"id": "a", "model": "x"}, {"id": "b", "model": "y"}]}
+    )
     assert cfg.roles.chat == "a"
     with pytest.raises(ValidationError, match="roles.vision names an unknown model id 'zz'"):
         WebConfig.model_validate({"models": [{"id": "a", "model": "x"}], "roles": {"vision": "zz"}})
 
 
-def test_official_host_needs_a_key_and_local_gateways_do_not(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_official_host_needs_a_key_and_local_gateways_do_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     assert not ModelProfile(model="gpt-4o").connection().complete
@@ -91,8 +99,10 @@ def test_no_file_is_an_empty_config_written_to_the_user_scope(tmp_path: Path) ->
 
 def test_project_file_replaces_the_user_file_wholesale(tmp_path: Path) -> None:
     home, project = _home_and_project(tmp_path)
-    save_config(WebConfig(models=[ModelProfile(id="u", model="user-model", api_key="k")]),
-                home / ".lovia" / "config.json")
+    save_config(
+        WebConfig(models=[ModelProfile(id="u", model="user-model", api_key="k")]),
+        home / ".lovia" / "config.json",
+    )
     save_config(WebConfig(search={"backend": "off"}), project / ".lovia" / "config.json")  # type: ignore[arg-type]
     loaded = load_config(cwd=project, home=home)
     assert loaded.scope == "project" and loaded.config.models == []

@@ -53,7 +53,9 @@ def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} must be a whole number, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"{what} must be a whole number, got {text!r}"
+            ) from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"{what} must be at least {minimum}, got {value}")
         return value
@@ -191,7 +193,10 @@ def build_parser(prog: str = "lovia web") -> argparse.ArgumentParser:
         "--host", help=f"address to listen on (LOVIA_HOST; default: {_DEFAULT_HOST})"
     )
     server.add_argument(
-        "--port", type=_port, metavar="N", help=f"port to listen on (LOVIA_PORT; default: {_DEFAULT_PORT})"
+        "--port",
+        type=_port,
+        metavar="N",
+        help=f"port to listen on (LOVIA_PORT; default: {_DEFAULT_PORT})",
     )
     server.add_argument(
         "--token",
@@ -327,9 +332,15 @@ def resolve_settings(
         title=pick(args.title, "LOVIA_TITLE") or _DEFAULT_TITLE,
         followups=resolve_followups(bool(args.no_followups), env.get("LOVIA_FOLLOWUPS")),
         db=pick(args.db, "LOVIA_DB"),
-        max_turns=resolve_max_turns(pick(args.max_turns, "LOVIA_MAX_TURNS", _int_at_least(1, "the value"))),
-        max_tokens=resolve_max_tokens(pick(args.max_tokens, "LOVIA_MAX_TOKENS", _int_at_least(1, "the value"))),
-        max_retries=resolve_max_retries(pick(args.max_retries, "LOVIA_MAX_RETRIES", _int_at_least(0, "the value"))),
+        max_turns=resolve_max_turns(
+            pick(args.max_turns, "LOVIA_MAX_TURNS", _int_at_least(1, "the value"))
+        ),
+        max_tokens=resolve_max_tokens(
+            pick(args.max_tokens, "LOVIA_MAX_TOKENS", _int_at_least(1, "the value"))
+        ),
+        max_retries=resolve_max_retries(
+            pick(args.max_retries, "LOVIA_MAX_RETRIES", _int_at_least(0, "the value"))
+        ),
         provider_timeout=pick(args.provider_timeout, "LOVIA_PROVIDER_TIMEOUT", _seconds),
         trust_env=pick(args.trust_env, "LOVIA_PROVIDER_TRUST_ENV", _flag),
         log_level=pick(args.log_level, "LOVIA_LOG_LEVEL", _log_level) or "warning",
@@ -451,12 +462,16 @@ def _default_server(settings: Settings, store: Any, loaded: ConfigFile) -> _Serv
     summary = []
     profile = loaded.config.chat_profile
     if runtime.configured and profile is not None:
-        summary.append(f"model:      {profile.id} ({profile.flavor}:{profile.model} at "
-                       f"{profile.connection().base_url})")
+        summary.append(
+            f"model:      {profile.id} ({profile.flavor}:{profile.model} at "
+            f"{profile.connection().base_url})"
+        )
     else:
         summary.append("model:      none configured yet: open the URL above and add one")
-        summary.append("            (an OpenAI- or Anthropic-compatible endpoint; a local "
-                       "Ollama, llama.cpp or vLLM needs no key)")
+        summary.append(
+            "            (an OpenAI- or Anthropic-compatible endpoint; a local "
+            "Ollama, llama.cpp or vLLM needs no key)"
+        )
     mode = settings.workspace_mode
     folder = Path(settings.workspace or ".").expanduser().resolve()
     summary.append("workspace:  none" if mode == "none" else f"workspace:  {folder} ({mode})")
@@ -525,8 +540,10 @@ def _main(args: argparse.Namespace, prog: str) -> int:
         os.environ["LOVIA_PROVIDER_TRUST_ENV"] = "1" if settings.trust_env else "0"
     if settings.check:
         if settings.app:
-            raise UserError("--check probes the configured model; it cannot be used with --app",
-                            hint="drop --app (or LOVIA_APP)")
+            raise UserError(
+                "--check probes the configured model; it cannot be used with --app",
+                hint="drop --app (or LOVIA_APP)",
+            )
         return _check(settings)
     from .config.files import load_config
     from .store.base import ChatStore
@@ -539,9 +556,7 @@ def _main(args: argparse.Namespace, prog: str) -> int:
         raise UserError(f"cannot create {db.parent}: {exc.strerror}", hint="pass --db") from None
     store = ChatStore.sqlite(str(db))
     served = (
-        _app_server(settings, store)
-        if loaded is None
-        else _default_server(settings, store, loaded)
+        _app_server(settings, store) if loaded is None else _default_server(settings, store, loaded)
     )
     exposed = not _is_loopback(settings.host)
     _say(f"lovia web: serving at {_browsable(settings.host, settings.port)}")

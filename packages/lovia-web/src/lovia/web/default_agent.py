@@ -132,9 +132,7 @@ def resolve_memory(
     return path
 
 
-def resolve_instructions(
-    file: str | None, text: str | None, *, cwd: Path | None = None
-) -> str:
+def resolve_instructions(file: str | None, text: str | None, *, cwd: Path | None = None) -> str:
     """``--instructions-file``, else ``--instructions``, else ``./AGENTS.md``, else generic."""
     root = cwd or Path.cwd()
     if file:
@@ -157,9 +155,7 @@ def resolve_instructions(
     return GENERIC_INSTRUCTIONS
 
 
-def resolve_workspace(
-    path: str | None, mode: str | None, *, cwd: Path | None = None
-) -> Any:
+def resolve_workspace(path: str | None, mode: str | None, *, cwd: Path | None = None) -> Any:
     """A local workspace on ``path`` (default ``.``) in ``mode`` (default ``coding``);
     ``None`` for mode ``none``. The ``.lovia/`` folder (chats, keys) is always denied."""
     chosen = (mode or "coding").strip().lower()
@@ -322,7 +318,9 @@ def build_default_agent(
     channel = question_channel if question_channel is not None else HumanChannel()
     base_tools = resolve_tools(search, tavily_env=os.environ.get("TAVILY_API_KEY"))
     settings = ModelSettings(max_tokens=max_tokens)
-    retry = RetryPolicy(max_attempts=(DEFAULT_MAX_RETRIES if max_retries is None else max_retries) + 1)
+    retry = RetryPolicy(
+        max_attempts=(DEFAULT_MAX_RETRIES if max_retries is None else max_retries) + 1
+    )
     shared: list[Plugin] = []
     if skills_dirs:
         shared.append(Skills(*skills_dirs))
@@ -420,7 +418,7 @@ def make_provider(profile: Any) -> Any:
     provider = provider_from_string(
         conn.spec(), api_key=conn.api_key, base_url=conn.base_url, supports_vision=vision
     )
-    window = conn.context_window
+    window: int | None = conn.context_window
     if window is not None:
 
         async def configured_window() -> int | None:

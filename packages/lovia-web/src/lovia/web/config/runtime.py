@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import NotFound, RunConflict
 from .files import ConfigFile, config_error, save_config
 from .probe import ProbeResult, validate_connection
-from .schema import Connection, ModelProfile, Roles, SearchConfig, WebConfig, slugify
+from .schema import Connection, ModelProfile, Roles, WebConfig, slugify
 
 __all__ = [
     "ConfigChanged",
@@ -236,10 +236,11 @@ class ConfigRuntime:
     async def set_search(self, body: SearchInput) -> ConfigView:
         async with self._lock:
             data = self.config.dump()
-            search = {"backend": body.backend}
             key = self.config.search.tavily_api_key if body.tavily_api_key is None else None
-            search["tavily_api_key"] = body.tavily_api_key or key or ""
-            data["search"] = {k: v for k, v in search.items() if v}
+            search: dict[str, str] = {"backend": body.backend}
+            if body.tavily_api_key or key:
+                search["tavily_api_key"] = body.tavily_api_key or key or ""
+            data["search"] = search
             return await self._commit(data, "search")
 
     async def test(self, body: TestRequest, **probe: Any) -> ProbeResult:
@@ -289,7 +290,7 @@ class ConfigRuntime:
                 result = listener(event)
                 if inspect.isawaitable(result):
                     await result
-            except Exception:  # a listener must not fail the write that already happened
+            except Exception:  # noqa: BLE001 - a listener must not fail a write that happened
                 _log.exception("a config_changed listener failed")
 
 
@@ -315,4 +316,3 @@ def _profile_view(m: ModelProfile) -> ProfileView:
         api_key=KeyView.of(m.api_key),
         complete=conn.complete,
     )
-

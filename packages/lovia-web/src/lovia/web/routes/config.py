@@ -3,8 +3,8 @@ agent is the CLI's default agent, i.e. one built with a ``ConfigRuntime``).
 
 Reads never show a key (``{set, hint}``) and are not cached. Writes to a server without
 authentication whose ``Host`` is not a loopback name are refused (403, ``rebinding_guard``):
-a DNS-rebinding page must not reconfigure a local server; token auth lifts the guard. While no model is configured, the chat
-endpoints answer 503 with a hint (``install_setup_gate``).
+a DNS-rebinding page must not reconfigure a local server; token auth lifts the guard. While
+no model is configured, the chat endpoints answer 503 with a hint (``install_setup_gate``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
+from ..auth import rebinding_guard
 from ..config.probe import ProbeResult
 from ..config.runtime import (
     ConfigRuntime,
@@ -24,7 +25,6 @@ from ..config.runtime import (
     SearchInput,
     TestRequest,
 )
-from ..auth import rebinding_guard
 from ..deps import State
 from ..errors import NotFound
 from ..models import ErrorBody, error_responses
@@ -52,9 +52,7 @@ async def get_config(runtime: Runtime, response: Response) -> ConfigView:
 
 
 @router.post("/models", response_model=ConfigView, status_code=201, responses=_ERRORS)
-async def add_model(
-    body: ProfileInput, runtime: Runtime, response: Response
-) -> ConfigView:
+async def add_model(body: ProfileInput, runtime: Runtime, response: Response) -> ConfigView:
     response.headers.update(_NO_STORE)
     return await runtime.add_model(body)
 
@@ -68,33 +66,25 @@ async def update_model(
 
 
 @router.delete("/models/{model_id}", response_model=ConfigView, responses=_ERRORS)
-async def delete_model(
-    model_id: str, runtime: Runtime, response: Response
-) -> ConfigView:
+async def delete_model(model_id: str, runtime: Runtime, response: Response) -> ConfigView:
     response.headers.update(_NO_STORE)
     return await runtime.delete_model(model_id)
 
 
 @router.put("/roles", response_model=ConfigView, responses=_ERRORS)
-async def set_roles(
-    body: RolesInput, runtime: Runtime, response: Response
-) -> ConfigView:
+async def set_roles(body: RolesInput, runtime: Runtime, response: Response) -> ConfigView:
     response.headers.update(_NO_STORE)
     return await runtime.set_roles(body)
 
 
 @router.put("/search", response_model=ConfigView, responses=_ERRORS)
-async def set_search(
-    body: SearchInput, runtime: Runtime, response: Response
-) -> ConfigView:
+async def set_search(body: SearchInput, runtime: Runtime, response: Response) -> ConfigView:
     response.headers.update(_NO_STORE)
     return await runtime.set_search(body)
 
 
 @router.post("/test", response_model=ProbeResult, responses=_ERRORS)
-async def test_connection(
-    body: TestRequest, runtime: Runtime, response: Response
-) -> ProbeResult:
+async def test_connection(body: TestRequest, runtime: Runtime, response: Response) -> ProbeResult:
     """Probe a connection live (nothing is saved)."""
     response.headers.update(_NO_STORE)
     return await runtime.test(body)
