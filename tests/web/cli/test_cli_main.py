@@ -169,7 +169,9 @@ def test_app_warns_that_agent_flags_are_ignored(
         "from lovia import Agent\nagents = {'a': Agent('a'), 'b': Agent('b')}\n"
         "def make():\n    return Agent('made')\n"
     )
-    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setattr(
+        "sys.path", [p for p in __import__("sys").path if p not in ("", str(folder))]
+    )
     seen: list[object] = []
     monkeypatch.setattr(cli, "serve_app", lambda target, **k: seen.append((target, k)))
     assert cli.main(["--app", "myagents:agents", "--no-memory", "--readonly"]) == 0

@@ -128,7 +128,7 @@ def test_bad_input_is_a_message_and_exit_2_never_a_traceback(dirs: Dirs) -> None
         (("web", "--bogus"), {}, "--help"),
     ]
     for args, env, needle in cases:
-        result = run_lovia(dirs, *args, PYTHONPATH=str(dirs.project), **env)  # type: ignore[arg-type]
+        result = run_lovia(dirs, *args, **env)  # type: ignore[arg-type]
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert needle in result.stderr, (args, result.stderr)
         assert "Traceback" not in result.stderr + result.stdout, (args, result.stderr)
@@ -173,3 +173,15 @@ def test_help_is_grouped_with_defaults_and_dispatcher_lists_web(dirs: Dirs) -> N
     assert "web" in top.stdout and "(needs lovia-web)" not in top.stdout
     module = run_lovia(dirs, "--version")
     assert module.stdout.startswith("lovia ")
+
+
+def test_the_readme_run_command_is_the_one_tested_here(dirs: Dirs, web: list[WebProcess]) -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    commands = [line.split("#")[0].split() for line in readme.splitlines()]
+    assert ["uv", "run", "lovia", "web"] in commands
+    process = start_web(dirs)  # what `uv run lovia web` runs, in a fresh folder
+    web.append(process)
+    process.wait_ready()
+    assert process.client.get("/api/info").json()["configured"] is False

@@ -16,6 +16,7 @@ import importlib
 import importlib.util
 import logging
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -373,6 +374,9 @@ def load_app_target(target: str) -> Agent[Any] | dict[str, Agent[Any]]:
         raise UserError(
             f"--app {target!r} must be MODULE:ATTR", hint="e.g. --app myproject.agents:agent"
         )
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:  # like `python -m`: the working folder's modules come first
+        sys.path.insert(0, cwd)
     try:
         module = importlib.import_module(module_name.strip())
     except Exception as exc:  # noqa: BLE001 - any import failure is the user's module
@@ -400,7 +404,8 @@ def load_app_target(target: str) -> Agent[Any] | dict[str, Agent[Any]]:
     if isinstance(obj, Mapping) and obj and all(isinstance(v, Agent) for v in obj.values()):
         return {str(k): v for k, v in obj.items()}
     raise UserError(
-        f"--app {target!r} is a {type(obj).__name__}, not an Agent or a {{name: Agent}} mapping",
+        f"--app {target!r} gave a value of type {type(obj).__name__}, "
+        "not an Agent or a {name: Agent} mapping",
         hint="point it at an Agent, a non-empty mapping of Agents, or a factory returning one",
     )
 
