@@ -202,3 +202,12 @@ def test_check_with_a_keyless_local_gateway_and_an_env_key(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     assert cli.main(["--check"]) == 2
     assert "no key for the official endpoint" in capsys.readouterr().out
+
+
+def test_an_unwritable_db_folder_is_exit_2(
+    folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (folder / "blocker").write_text("a file where a folder should be")
+    monkeypatch.setattr(cli, "serve_app", lambda *a, **k: None)
+    assert cli.main(["--db", "blocker/sub/chat.db"]) == 2
+    assert "error" in capsys.readouterr().err

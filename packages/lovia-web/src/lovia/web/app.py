@@ -152,6 +152,14 @@ def _cors_origins(cors_origins: str | Sequence[str] | None) -> list[str]:
     return [o.strip() for o in origins]
 
 
+def _publish_config_changes(state: WebState, runtime: ConfigRuntime) -> None:
+    """Forward ``config_changed`` to the lifecycle bus (``/api/events``) when the server
+    has one."""
+    bus = getattr(getattr(state, "lifecycle", None), "bus", None)
+    if bus is not None:
+        runtime.on_change(lambda event: bus.publish("config_changed", event.model_dump()))
+
+
 def _mount_ui(app: FastAPI, state: WebState) -> None:
     """The bundled UI's hook: ``lovia.web.ui.mount_ui(app, state)``, when the module exists.
     Its routes are mounted on the app itself, outside the guarded API router (open)."""
@@ -212,6 +220,7 @@ def create_app(
         state = replace(state, config_runtime=config_runtime)
         state.features["model_config"] = True
         config_runtime.bind(state.agents, state.supervisor.agents)
+        _publish_config_changes(state, config_runtime)
     app = FastAPI(
         title=title, docs_url="/api/docs", openapi_url="/api/openapi.json", redoc_url=None
     )

@@ -525,6 +525,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "lovia web") -> int:
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
         return 2
+    except OSError as exc:  # an unwritable folder for .lovia/, the db or the config
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"{prog}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        print("hint: run it in a folder you can write to, or pass --db", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

@@ -21,13 +21,14 @@ from typing import Any, Literal, Union
 from lovia.agent import Agent
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import NotFound, RunConflict
+from ..errors import NotFound, RunConflict, WebError
 from .files import ConfigFile, config_error, save_config
 from .probe import ProbeResult, validate_connection
 from .schema import Connection, ModelProfile, Roles, WebConfig, slugify
 
 __all__ = [
     "ConfigChanged",
+    "ConfigNotSaved",
     "ConfigRuntime",
     "ConfigView",
     "KeyView",
@@ -50,6 +51,12 @@ def mask_key(key: str | None) -> str | None:
     if not key:
         return None
     return f"…{key[-4:]}" if len(key) >= 12 else "…"
+
+
+class ConfigNotSaved(WebError):
+    """The new configuration was valid but could not be written; nothing changed."""
+
+    status = 500
 
 
 class _Body(BaseModel):
@@ -90,7 +97,7 @@ class ConfigView(BaseModel):
 
     configured: bool
     scope: Literal["user", "project"]
-    path: str
+    """Which file is in use: ``~/.lovia/config.json`` or ``./.lovia/config.json``."""
     models: list[ProfileView]
     roles: Roles
     search: SearchView
@@ -177,7 +184,6 @@ class ConfigRuntime:
         return ConfigView(
             configured=self.configured,
             scope=self.scope,
-            path=str(self.path),
             models=[_profile_view(m) for m in cfg.models],
             roles=cfg.roles,
             search=SearchView(
@@ -273,7 +279,14 @@ class ConfigRuntime:
         except ValidationError as exc:
             raise config_error(exc, where="the configuration") from None
         agent = self._builder(config) if config.configured else None
-        await asyncio.to_thread(save_config, config, self.path)
+        try:
+            await asyncio.to_thread(save_config, config, self.path)
+        except OSError as exc:
+            _log.error("could not save %s: %s", self.path, exc)
+            raise ConfigNotSaved(
+                f"could not save the configuration ({type(exc).__name__})",
+                hint=f"check that the {self.scope} config folder (.lovia) is writable",
+            ) from None
         self.config = config
         if agent is not None:
             self.agent = agent

@@ -69,6 +69,8 @@ def normalise_base_url(value: str, flavor: str) -> str:
     """``value`` stripped of blanks and trailing slashes; it must be an http(s) URL with a
     host. Anthropic's ``/v1`` suffix is dropped (the adapter adds it)."""
     url = value.strip().rstrip("/")
+    if any(ord(c) <= 32 or c == "\x7f" for c in url):
+        raise ValueError("must not contain spaces or control characters")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("must be an http:// or https:// URL with a host")
