@@ -37,7 +37,10 @@ async def _setup(asgi_client: Client, tmp_path: Path) -> tuple[ConfigRuntime, ht
 async def test_dozens_of_concurrent_writes_all_land(asgi_client: Client, tmp_path: Path) -> None:
     runtime, client = await _setup(asgi_client, tmp_path)
     answers = await asyncio.gather(
-        *(client.post("/api/config/models", json={**_LOCAL, "name": "same name"}) for _ in range(40))
+        *(
+            client.post("/api/config/models", json={**_LOCAL, "name": "same name"})
+            for _ in range(40)
+        )
     )
     assert all(a.status_code == 201 for a in answers), {a.status_code for a in answers}
     on_disk = json.loads(runtime.path.read_text())
@@ -76,7 +79,9 @@ async def test_odd_bodies_are_422_and_nothing_is_saved(
     assert not runtime.path.exists()
 
 
-async def test_unicode_names_are_kept_and_ids_stay_ascii(asgi_client: Client, tmp_path: Path) -> None:
+async def test_unicode_names_are_kept_and_ids_stay_ascii(
+    asgi_client: Client, tmp_path: Path
+) -> None:
     runtime, client = await _setup(asgi_client, tmp_path)
     answer = await client.post("/api/config/models", json={**_LOCAL, "name": "Modèle 🚀 rapide"})
     assert answer.status_code == 201
@@ -93,7 +98,9 @@ async def test_odd_paths_are_404(asgi_client: Client, tmp_path: Path) -> None:
         assert answer.status_code == 404, (model_id, answer.text)
 
 
-async def test_a_body_that_is_not_json_or_too_many_models(asgi_client: Client, tmp_path: Path) -> None:
+async def test_a_body_that_is_not_json_or_too_many_models(
+    asgi_client: Client, tmp_path: Path
+) -> None:
     runtime, client = await _setup(asgi_client, tmp_path)
     broken = await client.post(
         "/api/config/models", content=b"{nope", headers={"content-type": "application/json"}

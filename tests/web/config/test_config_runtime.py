@@ -95,6 +95,11 @@ async def test_keys_are_write_only(asgi_client: Client, tmp_path: Path) -> None:
     )
     assert kept.json()["models"][0]["api_key"]["set"] is True
     assert kept.json()["models"][0]["name"] == "Renamed"
+    moved = await client.put(
+        "/api/config/models/m", json={**_LOCAL, "base_url": "http://127.0.0.1:10/v1"}
+    )
+    assert moved.json()["models"][0]["api_key"]["set"] is False  # not carried to a new host
+    await client.put("/api/config/models/m", json={**_LOCAL, "api_key": "sk-secret-0123456789"})
     cleared = await client.put("/api/config/models/m", json={**_LOCAL, "api_key": ""})
     assert cleared.json()["models"][0]["api_key"] == {"set": False, "hint": None}
 
@@ -211,6 +216,9 @@ async def test_test_endpoint_reuses_the_stored_key(tmp_path: Path) -> None:
     assert result.ok and seen == ["Bearer sk-stored"]
     await runtime.test(TestRequest(id="m", api_key="sk-new", **_LOCAL), transport=transport)
     assert seen[-1] == "Bearer sk-new"
+    elsewhere = {**_LOCAL, "base_url": "http://127.0.0.1:10/v1"}
+    await runtime.test(TestRequest(id="m", **elsewhere), transport=transport)
+    assert seen[-1] is None  # a stored key never goes to another endpoint
 
 
 async def test_test_endpoint_over_http_probes_without_saving(

@@ -214,7 +214,7 @@ class ConfigRuntime:
             data = self.config.dump()
             new = body.model_dump(exclude_none=True)
             new["id"] = model_id
-            if body.api_key is None and old.api_key:
+            if body.api_key is None and old.api_key and _same_endpoint(old, new):
                 new["api_key"] = old.api_key
             data["models"] = [new if m["id"] == model_id else m for m in data["models"]]
             return await self._commit(data, "models")
@@ -253,7 +253,12 @@ class ConfigRuntime:
         """Probe ``body``'s connection; a missing key reuses the one stored for its id."""
         fields = body.model_dump(exclude_none=True)
         stored = self.config.profile(body.id) if body.id else None
-        if body.api_key is None and stored is not None and stored.api_key:
+        if (
+            body.api_key is None
+            and stored is not None
+            and stored.api_key
+            and _same_endpoint(stored, fields)
+        ):
             fields["api_key"] = stored.api_key
         fields.pop("id", None)
         try:
@@ -305,6 +310,16 @@ class ConfigRuntime:
                     await result
             except Exception:  # noqa: BLE001 - a listener must not fail a write that happened
                 _log.exception("a config_changed listener failed")
+
+
+def _same_endpoint(stored: ModelProfile, fields: dict[str, Any]) -> bool:
+    """Whether ``fields`` point at ``stored``'s endpoint: a stored key is never sent to
+    another host (re-enter it when the URL changes)."""
+    try:
+        other = ModelProfile.model_validate({**fields, "id": stored.id, "api_key": None})
+    except ValidationError:
+        return False
+    return other.base_url == stored.base_url and other.flavor == stored.flavor
 
 
 def _unique(base: str, taken: set[str]) -> str:
