@@ -159,3 +159,12 @@ def test_lovia_folder_is_git_ignored(tmp_path: Path) -> None:
     ensure_gitignored(tmp_path)
     assert (tmp_path / ".gitignore").read_text() == "node_modules\n.lovia/\n"
     assert (tmp_path / ".lovia" / ".gitignore").read_text().strip().endswith("*")
+
+
+def test_a_legacy_env_file_warns_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / ".lovia").mkdir()
+    (tmp_path / ".lovia" / ".env").write_text("OPENAI_API_KEY=x\n")
+    load_config(cwd=tmp_path, home=tmp_path / "h")
+    load_config(cwd=tmp_path, home=tmp_path / "h")
+    warnings = [r for r in caplog.records if "no longer read" in r.getMessage()]
+    assert len(warnings) == 1

@@ -419,7 +419,18 @@ class _Served:
     summary: list[str]
 
 
-def _builder(settings: Settings, store: Any) -> Callable[[WebConfig], Any]:
+def _accepted(**options: Any) -> dict[str, Any]:
+    """The options this lovia.web's ``create_app`` takes (parts built in parallel, such as
+    follow-ups and the question channel, are passed once it has them)."""
+    import inspect
+
+    from .app import create_app
+
+    known = inspect.signature(create_app).parameters
+    return {k: v for k, v in options.items() if k in known}
+
+
+def _builder(settings: Settings, store: Any, channel: Any = None) -> Callable[[WebConfig], Any]:
     from .default_agent import (
         build_default_agent,
         make_provider,
@@ -447,6 +458,7 @@ def _builder(settings: Settings, store: Any) -> Callable[[WebConfig], Any]:
             search=config.search,
             max_tokens=settings.max_tokens,
             max_retries=settings.max_retries,
+            question_channel=channel,
             scheduling_store=store,
         )
 
@@ -457,8 +469,11 @@ def _default_server(settings: Settings, store: Any, loaded: ConfigFile) -> _Serv
     from .config.files import ensure_gitignored
     from .config.runtime import ConfigRuntime
 
+    from lovia.tools.human import HumanChannel
+
     ensure_gitignored()
-    runtime = ConfigRuntime(loaded, _builder(settings, store))
+    channel = HumanChannel()
+    runtime = ConfigRuntime(loaded, _builder(settings, store, channel))
     summary = []
     profile = loaded.config.chat_profile
     if runtime.configured and profile is not None:
@@ -476,7 +491,8 @@ def _default_server(settings: Settings, store: Any, loaded: ConfigFile) -> _Serv
     folder = Path(settings.workspace or ".").expanduser().resolve()
     summary.append("workspace:  none" if mode == "none" else f"workspace:  {folder} ({mode})")
     summary.append(f"config:     {loaded.path} ({loaded.scope})")
-    return _Served({}, {"config_runtime": runtime}, summary)
+    options = {"config_runtime": runtime, **_accepted(question_channel=channel)}
+    return _Served({}, options, summary)
 
 
 def _app_server(settings: Settings, store: Any) -> _Served:
@@ -584,5 +600,6 @@ def _main(args: argparse.Namespace, prog: str) -> int:
         log_level=settings.log_level,
         access_log=False,
         **served.options,
+        **_accepted(followups=settings.followups),
     )
     return 0
