@@ -185,3 +185,39 @@ def test_the_readme_run_command_is_the_one_tested_here(dirs: Dirs, web: list[Web
     web.append(process)
     process.wait_ready()
     assert process.client.get("/api/info").json()["configured"] is False
+
+
+def test_a_kill_during_config_writes_leaves_a_valid_file(dirs: Dirs, web: list[WebProcess]) -> None:
+    import os
+    import signal
+    import threading
+
+    from lovia.web.config.files import load_config
+
+    process = start_web(dirs)
+    web.append(process)
+    process.wait_ready()
+    first = threading.Event()
+
+    def writer() -> None:
+        with httpx.Client(base_url=process.url, timeout=10) as client:
+            for i in range(200):
+                try:
+                    client.post(
+                        "/api/config/models",
+                        json={"model": f"m{i}", "base_url": "http://127.0.0.1:9/v1"},
+                    )
+                except httpx.TransportError:
+                    return
+                first.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    assert first.wait(30)
+    os.kill(process.proc.pid, signal.SIGKILL)
+    thread.join(30)
+    process.proc.wait(10)
+    loaded = load_config(cwd=dirs.project, home=dirs.home)  # parses and validates
+    assert 1 <= len(loaded.config.models) <= 200
+    leftovers = [p.name for p in (dirs.home / ".lovia").iterdir() if p.name != "config.json"]
+    assert all(name.startswith(".config-") for name in leftovers)  # at most a temp file
