@@ -466,10 +466,10 @@ def _builder(settings: Settings, store: Any, channel: Any = None) -> Callable[[W
 
 
 def _default_server(settings: Settings, store: Any, loaded: ConfigFile) -> _Served:
+    from lovia.tools.human import HumanChannel
+
     from .config.files import ensure_gitignored
     from .config.runtime import ConfigRuntime
-
-    from lovia.tools.human import HumanChannel
 
     ensure_gitignored()
     channel = HumanChannel()
