@@ -191,3 +191,18 @@ def test_load_app_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     ]:
         with pytest.raises(UserError, match=needle):
             load_app_target(target)
+
+
+def test_a_vision_role_adds_describe_image_when_the_chat_model_lacks_vision(
+    tmp_path: Path,
+) -> None:
+    workspace = resolve_workspace(None, "readonly", cwd=tmp_path)
+    blind = make_provider(ModelProfile(model="m", base_url="http://127.0.0.1:9/v1", vision="off"))
+    seeing = make_provider(ModelProfile(model="v", base_url="http://127.0.0.1:9/v1", vision="on"))
+    has_tool = importlib.util.find_spec("lovia.web.vision") is not None
+    agent = build_default_agent(blind, vision_model=seeing, workspace=workspace, subagents=False)
+    assert ("describe_image" in [t.name for t in agent.tools]) == has_tool
+    sighted = build_default_agent(seeing, vision_model=seeing, workspace=workspace)
+    assert "describe_image" not in [t.name for t in sighted.tools]
+    no_role = build_default_agent(blind, workspace=workspace)
+    assert "describe_image" not in [t.name for t in no_role.tools]

@@ -448,8 +448,10 @@ def _builder(settings: Settings, store: Any, channel: Any = None) -> Callable[[W
     def build(config: WebConfig) -> Any:
         profile = config.chat_profile
         assert profile is not None  # only called for a configured document
+        vision = config.profile(config.roles.vision)
         return build_default_agent(
             make_provider(profile),
+            vision_model=make_provider(vision) if vision and vision is not profile else None,
             instructions=instructions,
             skills_dirs=skills,
             memory_dir=memory,

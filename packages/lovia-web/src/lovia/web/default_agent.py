@@ -290,6 +290,19 @@ def _scheduling(store: Any) -> Plugin | None:
     return plugin
 
 
+def _describe_image(model: Any, vision_model: Any, workspace: Any) -> Tool | None:
+    """``describe_image`` when a separate vision model is configured, the chat model has no
+    vision, there is a workspace, and lovia.web provides the tool."""
+    if vision_model is None or workspace is None or getattr(model, "supports_vision", False):
+        return None
+    try:
+        vision = importlib.import_module("lovia.web.vision")
+    except ImportError:
+        return None
+    found: Tool = vision.make_describe_image_tool(vision_model, workspace)
+    return found
+
+
 def build_default_agent(
     model: Any,
     *,
@@ -303,13 +316,15 @@ def build_default_agent(
     max_retries: int | None = None,
     question_channel: HumanChannel | None = None,
     scheduling_store: Any = None,
+    vision_model: Any = None,
     name: str = DEFAULT_AGENT_NAME,
 ) -> Agent[Any]:
     """The agent ``lovia web`` serves (see the module docstring).
 
     ``model`` is a Provider or a ``vendor:model`` string. ``workspace`` is what
     ``resolve_workspace`` returned (``None``: no workspace). Scheduling is added when
-    ``scheduling_store`` is given and lovia.web has the plugin.
+    ``scheduling_store`` is given and lovia.web has the plugin; ``describe_image`` when
+    ``vision_model`` (the vision role's provider) is given and the chat model has no vision.
     """
     from lovia.plugins import Memory, Skills, Subagents, Todo
     from lovia.retry import RetryPolicy
@@ -318,6 +333,9 @@ def build_default_agent(
 
     channel = question_channel if question_channel is not None else HumanChannel()
     base_tools = resolve_tools(search, tavily_env=os.environ.get("TAVILY_API_KEY"))
+    describe = _describe_image(model, vision_model, workspace)
+    if describe is not None:
+        base_tools.append(describe)
     settings = ModelSettings(max_tokens=max_tokens)
     retry = RetryPolicy(
         max_attempts=(DEFAULT_MAX_RETRIES if max_retries is None else max_retries) + 1
