@@ -211,3 +211,21 @@ def test_an_unwritable_db_folder_is_exit_2(
     monkeypatch.setattr(cli, "serve_app", lambda *a, **k: None)
     assert cli.main(["--db", "blocker/sub/chat.db"]) == 2
     assert "error" in capsys.readouterr().err
+
+
+async def test_the_real_builder_rebuilds_tools_when_search_changes(folder: Path) -> None:
+    from lovia.web.config.files import load_config
+    from lovia.web.config.runtime import ConfigRuntime, ProfileInput, SearchInput
+
+    settings = _settings("--no-memory", "--no-subagents")
+    runtime = ConfigRuntime(load_config(), cli._builder(settings, None))
+    assert not runtime.configured
+    await runtime.add_model(ProfileInput(model="qwen", base_url="http://127.0.0.1:9/v1"))
+    assert runtime.agent is not None
+    provider = runtime.agent.model
+    assert getattr(provider, "base_url", None) == "http://127.0.0.1:9/v1"
+    await runtime.set_search(SearchInput(backend="tavily", tavily_api_key="tvly-key"))
+    assert "web_search" in [t.name for t in runtime.agent.tools]
+    await runtime.set_search(SearchInput(backend="off"))
+    assert "web_search" not in [t.name for t in runtime.agent.tools]
+    assert runtime.config.search.tavily_api_key == "tvly-key"  # null kept the key
