@@ -24,7 +24,13 @@ if TYPE_CHECKING:
     from .config.files import ConfigFile
     from .config.schema import WebConfig
 
-__all__ = ["Settings", "build_parser", "main", "resolve_settings", "serve_app"]
+__all__ = [
+    "Settings",
+    "build_parser",
+    "main",
+    "resolve_settings",
+    "serve_app",
+]
 
 _LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 _DEFAULT_HOST = "127.0.0.1"

@@ -24,7 +24,12 @@ from .schema import Connection
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["ProbeResult", "probe_headers", "unlisted_model_note", "validate_connection"]
+__all__ = [
+    "ProbeResult",
+    "probe_headers",
+    "unlisted_model_note",
+    "validate_connection",
+]
 
 ProbeStatus = Literal["ok", "auth", "wrong_path", "unreachable", "error"]
 _MAX_LISTED = 200

@@ -36,6 +36,7 @@ __all__ = [
     "ProfileView",
     "RolesInput",
     "SearchInput",
+    "SearchView",
     "TestRequest",
     "mask_key",
 ]

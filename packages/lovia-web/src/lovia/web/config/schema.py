@@ -19,15 +19,16 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
+    "Connection",
     "DEFAULT_BASE_URLS",
+    "Flavor",
     "ID_PATTERN",
     "KEY_ENV",
-    "Connection",
-    "Flavor",
     "ModelProfile",
     "Roles",
     "SearchConfig",
     "WebConfig",
+    "normalise_base_url",
     "slugify",
 ]
 

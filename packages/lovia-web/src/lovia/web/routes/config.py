@@ -29,7 +29,18 @@ from ..deps import State
 from ..errors import NotFound
 from ..models import ErrorBody, error_responses
 
-__all__ = ["install_setup_gate", "router"]
+__all__ = [
+    "add_model",
+    "delete_model",
+    "get_config",
+    "install_setup_gate",
+    "router",
+    "runtime_of",
+    "set_roles",
+    "set_search",
+    "test_connection",
+    "update_model",
+]
 
 _NO_STORE = {"Cache-Control": "no-store"}
 
