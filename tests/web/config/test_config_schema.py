@@ -168,3 +168,11 @@ def test_a_legacy_env_file_warns_once(tmp_path: Path, caplog: pytest.LogCaptureF
     load_config(cwd=tmp_path, home=tmp_path / "h")
     warnings = [r for r in caplog.records if "no longer read" in r.getMessage()]
     assert len(warnings) == 1
+
+
+def test_a_killed_writers_temp_file_is_swept_on_the_next_save(tmp_path: Path) -> None:
+    path = tmp_path / ".lovia" / "config.json"
+    path.parent.mkdir()
+    (path.parent / ".config-abc.tmp").write_text("half")
+    save_config(WebConfig(), path)
+    assert [p.name for p in path.parent.iterdir()] == ["config.json"]

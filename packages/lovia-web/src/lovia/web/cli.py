@@ -498,9 +498,19 @@ def _default_server(settings: Settings, store: Any, loaded: ConfigFile) -> _Serv
     mode = settings.workspace_mode
     folder = Path(settings.workspace or ".").expanduser().resolve()
     summary.append("workspace:  none" if mode == "none" else f"workspace:  {folder} ({mode})")
+    memory = "off" if settings.no_memory else str(_memory_dir(settings))
+    summary.append(f"memory:     {memory}")
     summary.append(f"config:     {loaded.path} ({loaded.scope})")
     options = {"config_runtime": runtime, **_accepted(question_channel=channel)}
     return _Served({}, options, summary)
+
+
+def _memory_dir(settings: Settings) -> Path:
+    from .default_agent import resolve_memory
+
+    found = resolve_memory(settings.memory_dir)
+    assert found is not None
+    return found
 
 
 def _app_server(settings: Settings, store: Any) -> _Served:

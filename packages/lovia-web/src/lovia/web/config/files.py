@@ -125,10 +125,20 @@ def load_config(*, cwd: Path | None = None, home: Path | None = None) -> ConfigF
     return ConfigFile(WebConfig(), user, "user", exists=False)
 
 
+def _sweep_temp_files(folder: Path) -> None:
+    """Remove temporary files a killed writer left behind (never the config itself)."""
+    for leftover in folder.glob(".config-*.tmp"):
+        try:
+            leftover.unlink()
+        except OSError:
+            pass
+
+
 def save_config(config: WebConfig, path: Path) -> None:
     """Write ``config`` to ``path`` atomically, owner-only (0600)."""
     folder = path.parent
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _sweep_temp_files(folder)
     text = json.dumps(config.dump(), indent=2, ensure_ascii=False) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=".config-", suffix=".tmp", dir=folder)
     try:
