@@ -174,9 +174,14 @@ def test_app_warns_that_agent_flags_are_ignored(
     )
     seen: list[object] = []
     monkeypatch.setattr(cli, "serve_app", lambda target, **k: seen.append((target, k)))
-    assert cli.main(["--app", "myagents:agents", "--no-memory", "--readonly"]) == 0
+    (folder / "sk").mkdir()
+    assert (
+        cli.main(["--app", "myagents:agents", "--no-memory", "--readonly", "--skills-dir", "sk"])
+        == 0
+    )
     captured = capsys.readouterr()
     assert "--no-memory" in captured.err and "ignored" in captured.err
+    assert "--skills-dir" in captured.err and "--readonly/--trusted" in captured.err
     assert "agents: a, b" in captured.out
     assert cli.main(["--app", "myagents:make"]) == 0
     target = seen[-1][0]  # type: ignore[index]

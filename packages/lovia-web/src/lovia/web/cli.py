@@ -520,7 +520,8 @@ def _app_server(settings: Settings, store: Any) -> _Served:
     target = load_app_target(settings.app)
     given = [f for f in _AGENT_FLAGS if _given(settings, f)]
     if given:
-        flags = ", ".join("--" + f.replace("_", "-") for f in given)
+        names = {"workspace_mode": "--readonly/--trusted/--no-workspace"}
+        flags = ", ".join(names.get(f, "--" + f.replace("_", "-")) for f in given)
         _warn(f"--app serves your own agent: {flags} ignored")
     agents = [target.name] if not isinstance(target, dict) else list(target)
     summary = [f"app:        {settings.app} (agents: {', '.join(agents)})"]
@@ -534,10 +535,10 @@ def _app_server(settings: Settings, store: Any) -> _Served:
 
 
 def _given(settings: Settings, name: str) -> bool:
-    value = getattr(settings, "skills_dirs" if name == "skill_dir" else name, None)
+    value = getattr(settings, "skills_dirs" if name == "skills_dir" else name)
     if name == "workspace_mode":
-        return value not in (None, "coding")
-    return bool(value) if not isinstance(value, list) else bool(value)
+        return bool(value != "coding")
+    return bool(value)
 
 
 def serve_app(target: Any, **options: Any) -> None:
