@@ -241,6 +241,8 @@ async def test_an_embedded_router_serves_the_api_under_the_embedders_auth(
     missing = await client.get("/api/sessions/nope", headers=BEARER)
     assert missing.status_code == 404 and missing.json()["detail"]  # ErrorBody, not a 500
     assert (await client.get("/api/agents/helper", headers=BEARER)).json()["name"] == "helper"
+    invalid = app.openapi()["paths"]["/api/sessions/{session_id}"]["patch"]["responses"]["422"]
+    assert invalid["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorBody")
 
 
 async def test_cors_headers_only_with_cors_origins(make_app: Any, asgi_client: Any) -> None:

@@ -38,8 +38,8 @@ from .auth import (
 )
 from .deps import RouterDeps, WebState, agents_of
 from .errors import WebError
-from .models import ErrorBody, FieldError
-from .routes import chat, info, sessions
+from .models import ErrorBody, FieldError, error_responses
+from .routes import agui, chat, info, sessions
 from .store.base import ChatStore
 
 if TYPE_CHECKING:
@@ -57,7 +57,8 @@ def _error(status: int, body: ErrorBody) -> JSONResponse:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    """Answer the API's errors as ``ErrorBody`` (an embedder calls this on its own app)."""
+    """Answer the API's errors as ``ErrorBody``, and document them so in the app's OpenAPI
+    schema (an embedder calls this on its own app)."""
 
     async def web_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, WebError)
@@ -87,6 +88,35 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, invalid)
     app.add_exception_handler(UserError, usage)
     app.add_exception_handler(Exception, unexpected)
+    _declare_error_bodies(app)
+
+
+def _declare_error_bodies(app: FastAPI) -> None:
+    """Make the OpenAPI schema tell the truth about errors: every 422 is an ``ErrorBody``
+    (FastAPI would document its own validation shape, which the handler replaces), and an
+    operation with a body may answer 400 (a body that is not JSON at all)."""
+    original = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        schema = original()
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        if "ErrorBody" not in components:
+            body = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
+            components.update(body.pop("$defs", {}))
+            components["ErrorBody"] = body
+        error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+        for operations in schema.get("paths", {}).values():
+            for operation in operations.values():
+                responses = operation.setdefault("responses", {})
+                if "422" in responses:
+                    responses["422"]["content"] = error
+                if "requestBody" in operation and "400" not in responses:
+                    responses["400"] = {"description": "the body is not JSON", "content": error}
+        for unused in ("HTTPValidationError", "ValidationError"):
+            components.pop(unused, None)
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _lifespan(state: WebState) -> Callable[[Any], Any]:
@@ -108,7 +138,7 @@ def _api_router(state: WebState) -> APIRouter:
         request.state.lovia = state
 
     router = APIRouter(lifespan=_lifespan(state), dependencies=[Depends(bind_state)])
-    for module in (info, chat, sessions):
+    for module in (info, chat, sessions, agui):
         router.include_router(module.router)
     return router
 
@@ -227,11 +257,12 @@ def create_app(
     app.state.lovia = state
     install_error_handlers(app)
     app.include_router(info.health_router)
-    app.include_router(_api_router(state), dependencies=guard)
+    unauthorized = error_responses(401) if guard else None
+    app.include_router(_api_router(state), dependencies=guard, responses=unauthorized)
     if config_runtime is not None:
         from .routes import config
 
-        app.include_router(config.router, dependencies=guard)
+        app.include_router(config.router, dependencies=guard, responses=unauthorized)
         config.install_setup_gate(app, config_runtime)
     if ui:
         _mount_ui(app, state)
