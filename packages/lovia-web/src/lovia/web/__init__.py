@@ -13,6 +13,11 @@ _EXPORTS: dict[str, str] = {
     "CapacityExceeded": "lovia.web.errors",
     "ChatMeta": "lovia.web.store.base",
     "ChatStore": "lovia.web.store.base",
+    "ConfigRuntime": "lovia.web.config.runtime",
+    "SURFACE_NOTE": "lovia.web.default_agent",
+    "WebConfig": "lovia.web.config.schema",
+    "build_default_agent": "lovia.web.default_agent",
+    "validate_connection": "lovia.web.config.probe",
     "EventHub": "lovia.web.hub",
     "EventRecord": "lovia.web.eventlog",
     "EventRetention": "lovia.web.eventlog",
@@ -67,6 +72,11 @@ if TYPE_CHECKING:
     from lovia.web.auth import is_loopback as is_loopback
     from lovia.web.auth import rebinding_guard as rebinding_guard
     from lovia.web.auth import token_dependency as token_dependency
+    from lovia.web.config.probe import validate_connection as validate_connection
+    from lovia.web.config.runtime import ConfigRuntime as ConfigRuntime
+    from lovia.web.config.schema import WebConfig as WebConfig
+    from lovia.web.default_agent import SURFACE_NOTE as SURFACE_NOTE
+    from lovia.web.default_agent import build_default_agent as build_default_agent
     from lovia.web.deps import RouterDeps as RouterDeps
     from lovia.web.errors import CapacityExceeded as CapacityExceeded
     from lovia.web.errors import NotFound as NotFound

@@ -17,6 +17,7 @@ import logging
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -63,6 +64,9 @@ if TYPE_CHECKING:
     from lovia.budget import RunBudget
     from lovia.providers.base import Provider
     from lovia.tools.human import HumanChannel
+
+if TYPE_CHECKING:
+    from .config.runtime import ConfigChanged, ConfigRuntime
 
 __all__ = ["build_api_router", "create_app", "install_error_handlers", "serve", "serve_banner"]
 
@@ -245,6 +249,18 @@ def _cors_origins(cors_origins: str | Sequence[str] | None) -> list[str]:
     return [o.strip() for o in origins]
 
 
+def _publish_config_changes(state: WebState, runtime: ConfigRuntime) -> None:
+    """Forward ``config_changed`` to the lifecycle bus (``/api/events``) when the server
+    has one."""
+    if state.lifecycle is not None:
+        bus = state.lifecycle.bus
+
+        def publish(event: ConfigChanged) -> None:
+            bus.publish("config_changed", event.model_dump())
+
+        runtime.on_change(publish)
+
+
 def _mount_ui(app: FastAPI, state: WebState) -> None:
     """The bundled UI's hook: ``lovia.web.ui.mount_ui(app, state)``, when the module exists.
     Its routes are mounted on the app itself, outside the guarded API router (open)."""
@@ -279,6 +295,7 @@ def create_app(
     budget: RunBudget | None = None,
     question_channel: HumanChannel | None = None,
     question_timeout: float | None = 600.0,
+    config_runtime: ConfigRuntime | None = None,
 ) -> FastAPI:
     """Build the app. ``store`` wins over ``db_path``; the default database is
     ``./.lovia/<agent>.db`` (``./.lovia/lovia.db`` for several agents).
@@ -297,8 +314,12 @@ def create_app(
     ``Subagents`` children as supervised runs. ``budget`` is copied for each run
     (``RunBudget.fresh``). ``question_channel`` is the ``HumanChannel`` the agents'
     ``ask_human`` tool was built on; its questions are answered with ``POST /api/chat/answer``
-    and cancelled after ``question_timeout`` seconds.
+    and cancelled after ``question_timeout`` seconds. ``config_runtime`` (the CLI's default
+    agent) adds ``/api/config`` and swaps the agent it builds into the served ones; with it,
+    an empty mapping serves the setup state.
     """
+    if config_runtime is not None and isinstance(agent_or_agents, Mapping) and not agent_or_agents:
+        agent_or_agents = {config_runtime.agent_name: config_runtime.served_agent()}
     agents = agents_of(agent_or_agents, caller="create_app()")
     guard = _auth_dependencies(token, auth)
     origins = _cors_origins(cors_origins)
@@ -329,6 +350,11 @@ def create_app(
         scheduler_poll=scheduler_poll,
     )
     state = deps.state()
+    if config_runtime is not None:
+        state = replace(state, config_runtime=config_runtime)
+        state.features["model_config"] = True
+        config_runtime.bind(state.agents, state.supervisor.agents)
+        _publish_config_changes(state, config_runtime)
     background = Background(state, scheduler_poll=scheduler_poll)
     app = FastAPI(
         title=title, docs_url="/api/docs", openapi_url="/api/openapi.json", redoc_url=None
@@ -341,6 +367,11 @@ def create_app(
     app.include_router(info.health_router)
     unauthorized = error_responses(401) if guard else None
     app.include_router(_api_router(state, background), dependencies=guard, responses=unauthorized)
+    if config_runtime is not None:
+        from .routes import config
+
+        app.include_router(config.router, dependencies=guard, responses=unauthorized)
+        config.install_setup_gate(app, config_runtime)
     if ui:
         _mount_ui(app, state)
     if origins:

@@ -27,6 +27,8 @@ from .supervisor import RunSupervisor
 if TYPE_CHECKING:
     from lovia.budget import RunBudget
 
+    from .config.runtime import ConfigRuntime
+
 __all__ = ["FEATURES", "RouterDeps", "State", "WebState", "agents_of", "get_state"]
 
 FEATURES = (
@@ -84,6 +86,8 @@ class WebState:
     """Run records, titles and the ``/api/events`` bus (``None``: none of them)."""
     followups: Followups | None = None
     """The follow-up suggester (``None``: follow-ups are off)."""
+    config_runtime: ConfigRuntime | None = None
+    """Set when the server serves the CLI's default agent (``/api/config``)."""
 
 
 @dataclass

@@ -45,6 +45,8 @@ async def healthz() -> Health:
 
 
 def _configured(state: WebState) -> bool:
+    if state.config_runtime is not None:
+        return state.config_runtime.configured
     return all(agent.model is not None for agent in state.agents.values())
 
 
