@@ -1,0 +1,280 @@
+"""A hostile user against the panel, uploads, attachments and processes (probe round)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lovia.web.attachments import resolve_attachments
+from lovia.web.files import WorkspaceFiles
+
+from .conftest import PNG, ws_agent
+
+ENDPOINTS = ("/api/workspace/file", "/api/workspace/raw", "/api/workspace/files")
+
+
+def _clean(response: Any, root: Path) -> None:
+    body = response.text
+    assert str(root.parent) not in body and "Traceback" not in body and "SECRET" not in body
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "%252e%252e/outside.txt",
+        "%c0%ae%c0%ae/outside.txt",
+        "\uff0e\uff0e\uff0foutside.txt",
+        "\uff0e\uff0e/outside.txt",
+        "..%2foutside.txt",
+        "src/./../../outside.txt",
+        "src//..//..//outside.txt",
+        "C:/outside.txt",
+        "..",
+        "../",
+        "%2e%2e%5coutside.txt",
+        "src/%00",
+        "\u2024\u2024/outside.txt",
+    ],
+)
+async def test_every_encoding_of_a_traversal_stays_inside(
+    make_app: Any, asgi_client: Any, root: Path, query: str
+) -> None:
+    (root.parent / "outside.txt").write_text("SECRET outside")
+    client = await asgi_client(make_app(ws_agent(root, mode="trusted")))
+    for endpoint in ENDPOINTS:
+        r = await client.get(f"{endpoint}?path={query}")
+        assert r.status_code in (403, 404, 422), (endpoint, query, r.status_code)
+        _clean(r, root)
+
+
+async def test_a_hardlink_to_a_secret_is_not_served(
+    make_app: Any, asgi_client: Any, root: Path
+) -> None:
+    os.link(root / ".env", root / "innocent.txt")
+    client = await asgi_client(make_app(ws_agent(root)))
+    for endpoint in ENDPOINTS[:2]:
+        r = await client.get(endpoint, params={"path": "innocent.txt"})
+        assert r.status_code == 403, endpoint
+        _clean(r, root)
+    ok = await client.get("/api/workspace/file", params={"path": "README.md"})
+    assert ok.status_code == 200
+
+
+async def test_a_directory_swapped_for_a_link_after_the_check_reads_nothing_outside(
+    root: Path,
+) -> None:
+    """The race: ``locate`` judged ``box/data.txt`` inside the root, then ``box`` became a
+    symlink to a directory outside before the read. The read must not follow it."""
+    outside = root.parent / "elsewhere"
+    outside.mkdir()
+    (outside / "data.txt").write_text("SECRET outside\n")
+    (root / "box").mkdir()
+    (root / "box" / "data.txt").write_text("inside\n")
+
+    class Racing(WorkspaceFiles):
+        def locate(self, raw: str) -> tuple[str, Path]:
+            found = super().locate(raw)
+            (root / "box" / "data.txt").unlink()
+            (root / "box").rmdir()
+            os.symlink(outside, root / "box")
+            return found
+
+    for mode in ("coding", "trusted"):
+        if (root / "box").is_symlink():
+            (root / "box").unlink()
+            (root / "box").mkdir()
+            (root / "box" / "data.txt").write_text("inside\n")
+        files = Racing(ws_agent(root, mode=mode).workspace)  # type: ignore[arg-type]
+        try:
+            data = await files.read_bytes("box/data.txt", 1000)
+        except Exception as exc:  # refused: fine, as long as nothing leaked
+            assert "SECRET" not in str(exc)
+            continue
+        assert data is None or b"SECRET" not in data, mode
+    calm = WorkspaceFiles(ws_agent(root).workspace)  # type: ignore[arg-type]
+    assert await calm.read_bytes("README.md", 100) == b"# Project\n"
+
+
+async def test_html_svg_and_js_uploads_are_never_served_inline(
+    make_app: Any, asgi_client: Any, root: Path
+) -> None:
+    client = await asgi_client(make_app(ws_agent(root)))
+    payloads = {
+        "x.html": b"<script>alert(1)</script>",
+        "x.svg": b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>',
+        "x.js": b"alert(1)",
+        "x.png": b"<html><script>alert(1)</script></html>",
+        "x.pdf": b"<html><script>alert(1)</script></html>",
+        "x": b"<html><script>alert(1)</script></html>",
+    }
+    for name, body in payloads.items():
+        up = await client.post("/api/workspace/upload", files={"file": (name, body)})
+        assert up.status_code == 201, (name, up.text)
+        r = await client.get("/api/workspace/raw", params={"path": up.json()["path"]})
+        assert r.headers["x-content-type-options"] == "nosniff"
+        ctype = r.headers["content-type"]
+        assert "html" not in ctype and "javascript" not in ctype and "svg" not in ctype or (
+            r.headers["content-disposition"].startswith("attachment")
+        ), (name, ctype)
+        if not ctype.startswith(("image/", "application/pdf")):
+            assert r.headers["content-disposition"].startswith("attachment"), name
+
+
+@pytest.mark.parametrize(
+    "header",
+    ['W/"nope", *', '"a",,,', "", ",", " * ", '"' + "a" * 5000 + '"'],
+)
+async def test_odd_if_none_match_headers_never_break_raw(
+    make_app: Any, asgi_client: Any, root: Path, header: str
+) -> None:
+    client = await asgi_client(make_app(ws_agent(root)))
+    r = await client.get(
+        "/api/workspace/raw", params={"path": "logo.png"}, headers={"If-None-Match": header}
+    )
+    assert r.status_code in (200, 304)
+    if r.status_code == 200:
+        assert r.content == PNG
+
+
+async def test_a_range_header_is_ignored_or_honoured_never_an_error(
+    make_app: Any, asgi_client: Any, root: Path
+) -> None:
+    client = await asgi_client(make_app(ws_agent(root)))
+    for value in ("bytes=0-3", "bytes=-1", "bytes=999999-", "bytes=5-1", "items=0-1"):
+        r = await client.get(
+            "/api/workspace/raw", params={"path": "logo.png"}, headers={"Range": value}
+        )
+        assert r.status_code in (200, 206, 416), value
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "..",
+        ".",
+        "",
+        "CON",
+        "con.txt",
+        "a" * 300 + ".txt",
+        "evil\u202etxt.exe",
+        "a\x00b.txt",
+        "a\r\nContent-Type: text/html.txt",
+        "../../../etc/passwd",
+        "..\\..\\x.txt",
+        "\uff0e\uff0e\uff0fx.txt",
+        "x.exe\u200b",
+        "x.exe.",
+        "x.exe ",
+        "uploads",
+        "/",
+    ],
+)
+async def test_hostile_upload_names(
+    make_app: Any, asgi_client: Any, root: Path, name: str
+) -> None:
+    client = await asgi_client(make_app(ws_agent(root)))
+    r = await client.post("/api/workspace/upload", files={"file": (name, b"data")})
+    assert r.status_code in (201, 422), (name, r.text)
+    _clean(r, root)
+    if r.status_code == 201:
+        stored = r.json()["path"]
+        assert stored.startswith("uploads/") and "/" not in stored[len("uploads/") :]
+        assert (root / stored).is_file()
+        assert not stored.endswith(".exe")
+    if (root / "uploads").exists():
+        assert [p for p in (root / "uploads").iterdir() if p.name.startswith(".")] == []
+
+
+async def test_multipart_edge_cases(make_app: Any, asgi_client: Any, root: Path) -> None:
+    client = await asgi_client(make_app(ws_agent(root)))
+    url = "/api/workspace/upload"
+    b = "XyZ"
+    no_filename = (
+        f'--{b}\r\nContent-Disposition: form-data; name="file"\r\n\r\ndata\r\n--{b}--\r\n'
+    )
+    r = await client.post(
+        url, content=no_filename, headers={"content-type": f"multipart/form-data; boundary={b}"}
+    )
+    assert r.status_code == 422
+    r = await client.post(url, content=no_filename, headers={"content-type": "multipart/form-data"})
+    assert r.status_code == 422
+    r = await client.post(url, content=b"junk", headers={"content-type": "text/plain"})
+    assert r.status_code == 422
+    r = await client.post(url)
+    assert r.status_code == 422
+    two = await client.post(url, files=[("file", ("a.txt", b"one")), ("file", ("b.txt", b"two"))])
+    assert two.status_code == 201 and two.json()["name"] == "a.txt"
+    assert sorted(p.name for p in (root / "uploads").iterdir()) == ["a.txt"]
+    crlf = (
+        f"--{b}\r\n"
+        'Content-Disposition: form-data; name="file"; filename="a\\"\r\nX-Evil: 1.txt"\r\n'
+        f"\r\ndata\r\n--{b}--\r\n"
+    )
+    r = await client.post(
+        url, content=crlf, headers={"content-type": f"multipart/form-data; boundary={b}"}
+    )
+    assert r.status_code in (201, 422)
+    assert all(not p.name.startswith(".") for p in (root / "uploads").iterdir())
+
+
+async def test_fifty_concurrent_uploads_over_the_wire(
+    make_app: Any, serve: Any, root: Path
+) -> None:
+    live = await serve(make_app(ws_agent(root)))
+    results = await asyncio.gather(
+        *(
+            live.client.post("/api/workspace/upload", files={"file": ("same.txt", f"{i}".encode())})
+            for i in range(50)
+        )
+    )
+    assert all(r.status_code == 201 for r in results)
+    paths = {r.json()["path"] for r in results}
+    assert len(paths) == 50
+    contents = {(root / p).read_text() for p in paths}
+    assert contents == {str(i) for i in range(50)}
+    assert [p for p in (root / "uploads").iterdir() if p.name.startswith(".")] == []
+
+
+async def test_attachment_edge_cases(root: Path) -> None:
+    os.symlink(root.parent, root / "up")
+    (root / "fake.png").write_bytes(b"<html>not an image</html>")
+    agent = ws_agent(root, vision=True, denied_paths=("private",))
+    from lovia.web.attachments import AttachmentRef
+
+    bad = [
+        AttachmentRef(path="up/chat.db"),
+        AttachmentRef(path="private/keys.txt"),
+        AttachmentRef(path="src"),
+        AttachmentRef(path="."),
+        AttachmentRef(path="/etc/passwd"),
+        AttachmentRef(path=".env"),
+    ]
+    with pytest.raises(Exception) as info:
+        await resolve_attachments(agent, "hi", bad)
+    assert getattr(info.value, "status", None) == 422
+    out = await resolve_attachments(
+        agent, "hi", [AttachmentRef(path="fake.png", kind="image"), *bad]
+    )
+    assert isinstance(out, str), "bytes that are not an image are not inlined as one"
+    assert "[attached: fake.png" in out
+
+
+async def test_twenty_one_attachments_are_a_422(
+    make_app: Any, asgi_client: Any, root: Path
+) -> None:
+    client = await asgi_client(make_app(ws_agent(root)))
+    body = {"message": "hi", "attachments": [{"path": "README.md"}] * 21}
+    r = await client.post("/api/chat/stream", json=body)
+    assert r.status_code == 422
+
+
+@pytest.mark.parametrize("pid", ["-1", "0", "p-1", "p0", "1", "p99999", "p1%00", "%2d1"])
+async def test_a_pid_that_is_not_the_chats_is_404_or_422(
+    make_app: Any, asgi_client: Any, root: Path, pid: str
+) -> None:
+    client = await asgi_client(make_app(ws_agent(root)))
+    missing = await client.post(f"/api/sessions/{'a' * 32}/processes/{pid}/kill")
+    assert missing.status_code in (404, 422)
