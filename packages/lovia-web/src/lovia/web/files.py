@@ -20,6 +20,7 @@ Errors are ``WebError``s whose messages name the workspace-relative path only.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import heapq
 import os
@@ -190,9 +191,17 @@ class WorkspaceFiles:
         self.workspace = workspace
         self.root = workspace.root
         self.policy = workspace.policy
-        # Reads only: this session never runs a command, so it owns nothing to close.
+        # Reads only: this session never runs a command, so it owns nothing to close. It
+        # denies every path outside the root, whatever the agent's mode: a directory swapped
+        # for a link after ``locate`` must not make it read outside (the agent's policy may
+        # allow or ask outside reads; the panel never does).
+        inside_only = dataclasses.replace(
+            workspace.policy,
+            read_outside="deny",
+            path_rules=tuple(r for r in workspace.policy.path_rules if r.action == "deny"),
+        )
         self._reader = LocalWorkspaceSession(
-            workspace.root, policy=workspace.policy, limits=workspace.limits
+            workspace.root, policy=inside_only, limits=workspace.limits
         )
 
     # -- checks ------------------------------------------------------------------------
