@@ -224,6 +224,10 @@ class WorkspaceFiles:
             raise PathDenied(f"reading {rel!r} is denied by the workspace policy")
         if not os.path.lexists(real):
             raise NotFound(f"no such file or directory: {rel!r}")
+        if _hard_linked(real):
+            raise PathDenied(
+                f"{rel!r} has several hard links", hint="its other name may be a secret file"
+            )
         return rel, real
 
     def _entry(self, item: os.DirEntry[str], rel_dir: str) -> FileEntry | None:
@@ -327,6 +331,8 @@ class WorkspaceFiles:
             raise PathDenied(f"reading {rel!r} is denied by the workspace policy") from None
         except WorkspaceError:  # not a regular file, vanished, unreadable: never echo paths
             raise NotFound(f"{rel!r} is not a readable file") from None
+        if _hard_linked(real):  # linked while it was being read
+            raise PathDenied(f"{rel!r} has several hard links")
         return data.data, data.size
 
     async def read_bytes(self, path: str, max_bytes: int) -> bytes | None:
@@ -384,6 +390,16 @@ class WorkspaceFiles:
         if not self.policy.can_write:
             return "readonly"
         return "trusted" if self.policy.read_outside == "allow" else "coding"
+
+
+def _hard_linked(path: Path) -> bool:
+    """Whether ``path`` is a regular file with another name somewhere: a hard link to a
+    secret (``.env``, a key) looks like any file, so the panel refuses them all."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
 
 
 def _is_dir(path: Path) -> bool:
