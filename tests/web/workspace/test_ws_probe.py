@@ -278,3 +278,47 @@ async def test_a_pid_that_is_not_the_chats_is_404_or_422(
     client = await asgi_client(make_app(ws_agent(root)))
     missing = await client.post(f"/api/sessions/{'a' * 32}/processes/{pid}/kill")
     assert missing.status_code in (404, 422)
+
+
+async def test_a_chat_deleted_while_its_run_is_starting_keeps_no_workspace_session(
+    make_app: Any, asgi_client: Any, root: Path
+) -> None:
+    from lovia.testing import text
+
+    app = make_app(ws_agent(root, text("hi"), text("again")))
+    client = await asgi_client(app)
+    state = app.state.lovia
+    supervisor = state.supervisor
+    real = state.store.set_active_run
+    held, gate = asyncio.Event(), asyncio.Event()
+
+    async def slow(session_id: str, run_id: str | None, **kw: Any) -> Any:
+        if run_id is not None and not gate.is_set():  # the run is being set up
+            held.set()
+            await gate.wait()
+        return await real(session_id, run_id, **kw)
+
+    state.store.set_active_run = slow
+    sid = "a" * 32
+    starting = asyncio.create_task(supervisor.start("hello", session_id=sid))
+    await held.wait()
+    run = supervisor.live(sid)
+    assert run is not None and run.task is None
+    stopping = asyncio.Event()
+    real_stop = supervisor._stop
+
+    def stop(live: Any, reason: str) -> None:
+        real_stop(live, reason)
+        stopping.set()
+
+    supervisor._stop = stop
+    deleting = asyncio.create_task(client.delete(f"/api/sessions/{sid}"))
+    await stopping.wait()
+    assert run.stop_reason == "cancel"
+    gate.set()
+    assert (await deleting).status_code == 204
+    await starting
+    assert run.task is not None
+    await run.task
+    assert await state.store.get_session(sid) is None
+    assert len(supervisor.workspaces) == 0, "a deleted chat still holds a workspace session"
