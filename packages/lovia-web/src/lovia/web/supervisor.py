@@ -81,6 +81,8 @@ class LiveRun:
     """Whether this run continues an interrupted one from its checkpoint."""
     stop_reason: str | None = None
     """Why the supervisor stopped it: ``"cancel"`` (a client) or ``"shutdown"``."""
+    launched: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once ``task`` exists (or the launch failed): ``stop`` waits for it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,8 +234,10 @@ class RunSupervisor:
         except BaseException:
             self._live.pop(session_id, None)
             self.hub.close(run.run_id)
+            run.launched.set()
             raise
         run.task = asyncio.create_task(self._drive(run, input), name=f"lovia-run-{run.run_id}")
+        run.launched.set()
         return run
 
     # -- the run's task --------------------------------------------------------------------
@@ -383,6 +387,8 @@ class RunSupervisor:
         run = self._live.get(session_id)
         if run is not None:
             self._stop(run, "cancel")
+            if run.task is None:  # still being set up: its task would bind the workspace
+                await run.launched.wait()
             if run.task is not None:
                 await asyncio.shield(run.task)
         await self.workspaces.release(session_id)
