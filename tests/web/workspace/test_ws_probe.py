@@ -322,3 +322,27 @@ async def test_a_chat_deleted_while_its_run_is_starting_keeps_no_workspace_sessi
     await run.task
     assert await state.store.get_session(sid) is None
     assert len(supervisor.workspaces) == 0, "a deleted chat still holds a workspace session"
+
+
+async def test_a_directory_swapped_for_a_link_after_the_check_lists_nothing_outside(
+    root: Path,
+) -> None:
+    outside = root.parent / "elsewhere"
+    outside.mkdir()
+    (outside / "SECRET-name.txt").write_text("x")
+    (root / "box").mkdir()
+
+    class Racing(WorkspaceFiles):
+        def locate(self, raw: str) -> tuple[str, Path]:
+            found = super().locate(raw)
+            (root / "box").rmdir()
+            os.symlink(outside, root / "box")
+            return found
+
+    files = Racing(ws_agent(root).workspace)  # type: ignore[arg-type]
+    try:
+        listing = await files.listing("box")
+    except Exception as exc:
+        assert "SECRET" not in str(exc)
+    else:
+        assert [e.name for e in listing.entries] == []
