@@ -20,11 +20,15 @@ Errors are ``WebError``s whose messages name the workspace-relative path only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import errno
 import hashlib
 import heapq
+import itertools
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -230,12 +234,12 @@ class WorkspaceFiles:
             )
         return rel, real
 
-    def _entry(self, item: os.DirEntry[str], rel_dir: str) -> FileEntry | None:
+    def _entry(self, item: os.DirEntry[str], rel_dir: str, directory: Path) -> FileEntry | None:
         """A listed entry, or ``None`` when it is hidden, denied or escapes the root."""
         if is_junk(item.name):
             return None
         rel = item.name if rel_dir == "." else f"{rel_dir}/{item.name}"
-        lexical = Path(item.path)
+        lexical = directory / item.name
         try:
             if item.is_symlink():
                 real = Path(os.path.realpath(lexical))
@@ -246,7 +250,7 @@ class WorkspaceFiles:
                     return None
             if self._denied(rel, lexical):
                 return None
-            st = os.stat(lexical)
+            st = item.stat()  # relative to the opened directory, following a link
         except OSError:  # a dangling link, a loop, a file gone mid-listing
             return None
         is_dir = stat.S_ISDIR(st.st_mode)
@@ -272,13 +276,13 @@ class WorkspaceFiles:
         seen = 0
         truncated = False
         try:
-            with os.scandir(real) as it:
+            with _scan(real) as it:
                 for item in it:
                     seen += 1
                     if seen > MAX_SCAN_ENTRIES:
                         truncated = True
                         break
-                    entry = self._entry(item, rel)
+                    entry = self._entry(item, rel, real)
                     if entry is not None:
                         entries.append(entry)
         except OSError:
@@ -299,20 +303,18 @@ class WorkspaceFiles:
         while stack and budget > 0:
             current, rel_dir = stack.pop()
             try:
-                with os.scandir(current) as it:
-                    items = list(it)
+                with _scan(current) as it:  # entries are stat-ed while the directory is open
+                    items = list(itertools.islice(it, budget))
+                    found = [(item, self._entry(item, rel_dir, current)) for item in items]
             except OSError:
                 continue
-            for item in items:
-                budget -= 1
-                if budget < 0:
-                    break
-                entry = self._entry(item, rel_dir)
+            budget -= len(items)
+            for item, entry in found:
                 if entry is None:
                     continue
                 if entry.is_dir:
                     if not item.is_symlink():
-                        stack.append((Path(item.path), entry.path))
+                        stack.append((current / item.name, entry.path))
                     continue
                 key = (entry.modified, entry.path, entry)
                 if len(best) < limit:
@@ -400,6 +402,25 @@ def _hard_linked(path: Path) -> bool:
     except OSError:
         return False
     return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
+
+
+@contextlib.contextmanager
+def _scan(directory: Path) -> Iterator[Iterator[os.DirEntry[str]]]:
+    """``os.scandir`` of exactly ``directory``: opened without following a final link and
+    re-checked through ``/proc/self/fd``, so a directory swapped for a link after the check
+    lists nothing (``OSError``)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        try:
+            actual = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # no procfs: the O_NOFOLLOW open is the only check left
+            actual = str(directory)
+        if actual != str(directory):
+            raise PermissionError(errno.EACCES, "the directory changed after the check")
+        with os.scandir(fd) as it:
+            yield it
+    finally:
+        os.close(fd)
 
 
 def _is_dir(path: Path) -> bool:
