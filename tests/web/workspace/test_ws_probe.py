@@ -346,3 +346,81 @@ async def test_a_directory_swapped_for_a_link_after_the_check_lists_nothing_outs
         assert "SECRET" not in str(exc)
     else:
         assert [e.name for e in listing.entries] == []
+
+
+async def test_killing_another_chats_pid_is_a_404_and_leaves_it_running(
+    make_app: Any, asgi_client: Any, root: Path
+) -> None:
+    from lovia.testing import call, text
+
+    from ..conftest import chat, until
+
+    sleeper = call(
+        "shell", {"command": "sleep 60", "background": True, "description": "sleeper"}
+    )
+    client = await asgi_client(
+        make_app(ws_agent(root, sleeper, text("started"), text("b"), mode="trusted"))
+    )
+    async with chat(client, "start it") as (session, frames):
+        await until(frames, "done")
+    a = session.data["session_id"]
+    async with chat(client, "hello") as (session, frames):
+        await until(frames, "done")
+    b = session.data["session_id"]
+    supervisor = client._transport.app.state.lovia.supervisor  # type: ignore[attr-defined]
+    assert [p.state for p in supervisor.workspaces.processes(a)] == ["running"]
+    for pid in ("p1", "p2", "p0"):
+        assert (await client.post(f"/api/sessions/{b}/processes/{pid}/kill")).status_code == 404
+    for pid in ("-1", "0", "p-1", "1", "p1.0", "p01x"):
+        r = await client.post(f"/api/sessions/{a}/processes/{pid}/kill")
+        assert r.status_code in (404, 422), pid
+    assert [p.state for p in supervisor.workspaces.processes(a)] == ["running"]
+    killed = await client.post(f"/api/sessions/{a}/processes/p1/kill")
+    assert killed.json()["processes"][0]["state"] == "killed"
+
+
+async def test_a_lying_content_length_leaves_nothing_over_the_wire(
+    make_app: Any, serve: Any, root: Path
+) -> None:
+    live = await serve(make_app(ws_agent(root)))
+    host, port = live.url.removeprefix("http://").split(":")
+    b = "XyZ"
+    body = (
+        f'--{b}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\n'
+        + "x" * 1000
+        + f"\r\n--{b}--\r\n"
+    ).encode()
+    for declared in (len(body) // 2, 10):
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(
+            (
+                f"POST /api/workspace/upload HTTP/1.1\r\nHost: x\r\n"
+                f"Content-Type: multipart/form-data; boundary={b}\r\n"
+                f"Content-Length: {declared}\r\nConnection: close\r\n\r\n"
+            ).encode()
+            + body
+        )
+        await writer.drain()
+        status = (await reader.readline()).decode()
+        writer.close()
+        assert " 422 " in status or " 400 " in status, status
+    too_long = len(body) + 500
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(
+        (
+            f"POST /api/workspace/upload HTTP/1.1\r\nHost: x\r\n"
+            f"Content-Type: multipart/form-data; boundary={b}\r\n"
+            f"Content-Length: {too_long}\r\n\r\n"
+        ).encode()
+        + body
+    )
+    await writer.drain()
+    writer.close()  # the client goes away before sending what it promised
+    await writer.wait_closed()
+    listing = await live.client.get("/api/workspace/files", params={"path": "uploads"})
+    assert listing.status_code in (200, 404)
+    if (root / "uploads").exists():
+        deadline = asyncio.get_running_loop().time() + 10
+        while any((root / "uploads").iterdir()):  # the server notices the cut on its own clock
+            assert asyncio.get_running_loop().time() < deadline, list((root / "uploads").iterdir())
+            await asyncio.sleep(0.05)
