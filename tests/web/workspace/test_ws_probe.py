@@ -424,3 +424,19 @@ async def test_a_lying_content_length_leaves_nothing_over_the_wire(
         while any((root / "uploads").iterdir()):  # the server notices the cut on its own clock
             assert asyncio.get_running_loop().time() < deadline, list((root / "uploads").iterdir())
             await asyncio.sleep(0.05)
+
+
+async def test_describe_image_refuses_bytes_that_are_not_that_image(root: Path) -> None:
+    from lovia import Runner
+    from lovia.events import ToolCallCompleted
+    from lovia.testing import ScriptedProvider, call, text
+    from lovia.web.vision import with_vision_delegation
+
+    (root / "fake.png").write_text("<html><script>x()</script></html>")
+    vision = ScriptedProvider([text("a cat")], supports_vision=True)
+    main = ws_agent(root, call("describe_image", {"path": "fake.png"}), text("ok"))
+    agent = await with_vision_delegation(main, vision)
+    handle = Runner.stream(agent, "go")
+    results = [e async for e in handle if isinstance(e, ToolCallCompleted)]
+    assert results[0].is_error and "not a png image" in str(results[0].output).lower()
+    assert vision.views == [], "the vision model was never asked"
