@@ -48,6 +48,7 @@ __all__ = [
     "MAX_INLINE_IMAGE_BYTES",
     "MAX_INLINE_TOTAL_BYTES",
     "chat_input",
+    "is_image_bytes",
     "model_has_vision",
     "resolve_attachments",
 ]
@@ -161,13 +162,13 @@ async def _inline(files: WorkspaceFiles, rel: str, mime: str, room: int) -> Imag
         data = await files.read_bytes(rel, room)
     except WebError:
         return None
-    if data is None or not _is_image(data, mime):
+    if data is None or not is_image_bytes(data, mime):
         return None
     encoded = await asyncio.to_thread(base64.b64encode, data)
     return ImagePart(data=encoded.decode("ascii"), mime_type=mime)
 
 
-def _is_image(data: bytes, mime: str) -> bool:
+def is_image_bytes(data: bytes, mime: str) -> bool:
     """Whether ``data`` starts like a ``mime`` image: a file named ``.png`` holding HTML
     stays a reference rather than reaching the provider as a broken image."""
     if mime == "image/png":
