@@ -440,3 +440,21 @@ async def test_describe_image_refuses_bytes_that_are_not_that_image(root: Path) 
     results = [e async for e in handle if isinstance(e, ToolCallCompleted)]
     assert results[0].is_error and "not a png image" in str(results[0].output).lower()
     assert vision.views == [], "the vision model was never asked"
+
+
+async def test_undecodable_and_control_character_names_list_and_serve_cleanly(
+    make_app: Any, asgi_client: Any, root: Path
+) -> None:
+    os.mkdir(os.fsencode(root) + b"/bad\xffdir")
+    with open(os.fsencode(root) + b"/bad\xffdir/in\xfe.txt", "wb") as fh:
+        fh.write(b"x")
+    (root / "line\r\nSet-Cookie: a=b.png").write_bytes(PNG)
+    client = await asgi_client(make_app(ws_agent(root)))
+    listing = await client.get("/api/workspace/files")
+    assert listing.status_code == 200
+    recent = await client.get("/api/workspace/recent", params={"limit": 100})
+    assert recent.status_code == 200
+    assert any(f["path"].endswith(".txt") and "\ufffd" in f["path"] for f in recent.json()["files"])
+    raw = await client.get("/api/workspace/raw", params={"path": "line\r\nSet-Cookie: a=b.png"})
+    assert raw.status_code == 200 and "set-cookie" not in raw.headers
+    assert "\n" not in raw.headers["content-disposition"]
