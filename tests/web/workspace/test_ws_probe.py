@@ -454,3 +454,25 @@ async def test_undecodable_and_control_character_names_list_and_serve_cleanly(
     raw = await client.get("/api/workspace/raw", params={"path": "line\r\nSet-Cookie: a=b.png"})
     assert raw.status_code == 200 and "set-cookie" not in raw.headers
     assert "\n" not in raw.headers["content-disposition"]
+
+
+async def test_a_kill_racing_the_chats_delete_is_never_a_500(
+    make_app: Any, asgi_client: Any, root: Path
+) -> None:
+    from lovia.testing import call, text
+
+    from ..conftest import chat, until
+
+    # The kill waits for the group to be reaped: the delete closes the session meanwhile.
+    sleeper = call("shell", {"command": "sleep 60", "background": True})
+    app = make_app(ws_agent(root, sleeper, text("started"), mode="trusted"))
+    client = await asgi_client(app)
+    async with chat(client, "start it") as (session, frames):
+        await until(frames, "done")
+    sid = session.data["session_id"]
+    kill, delete = await asyncio.gather(
+        client.post(f"/api/sessions/{sid}/processes/p1/kill"),
+        client.delete(f"/api/sessions/{sid}"),
+    )
+    assert delete.status_code == 204
+    assert kill.status_code in (200, 404), kill.text
