@@ -476,3 +476,54 @@ async def test_a_kill_racing_the_chats_delete_is_never_a_500(
     )
     assert delete.status_code == 204
     assert kill.status_code in (200, 404), kill.text
+
+
+async def test_an_upload_never_writes_through_a_name_taken_by_a_dir_or_a_link(
+    make_app: Any, asgi_client: Any, root: Path
+) -> None:
+    (root / "uploads" / "notes.md").mkdir(parents=True)
+    os.symlink(root.parent / "planted.md", root / "uploads" / "notes (1).md")
+    client = await asgi_client(make_app(ws_agent(root)))
+    r = await client.post("/api/workspace/upload", files={"file": ("notes.md", b"mine")})
+    assert r.status_code == 201 and r.json()["path"] == "uploads/notes (2).md"
+    assert not (root.parent / "planted.md").exists()
+    assert (root / "uploads" / "notes (2).md").read_bytes() == b"mine"
+
+
+async def test_uploads_swapped_for_a_link_mid_upload_land_nowhere_outside(
+    make_app: Any, serve: Any, root: Path
+) -> None:
+    """A streamed upload: after its first chunk, ``uploads`` is moved away and replaced by
+    a symlink to a directory outside; the finished file must not appear outside."""
+    outside = root.parent / "outside"
+    outside.mkdir()
+    live = await serve(make_app(ws_agent(root)))
+    first, swapped = asyncio.Event(), asyncio.Event()
+
+    async def body() -> Any:
+        b = "XyZ"
+        yield (
+            f'--{b}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\n'
+        ).encode() + b"x" * 100
+        first.set()
+        await swapped.wait()
+        yield b"y" * 100 + f"\r\n--{b}--\r\n".encode()
+
+    async def swap() -> None:
+        await first.wait()
+        deadline = asyncio.get_running_loop().time() + 10
+        while not any((root / "uploads").glob(".upload-*")):  # the server's own clock
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.01)
+        os.rename(root / "uploads", root / "moved")
+        os.symlink(outside, root / "uploads")
+        swapped.set()
+
+    sending = live.client.post(
+        "/api/workspace/upload",
+        content=body(),
+        headers={"content-type": "multipart/form-data; boundary=XyZ"},
+    )
+    r, _ = await asyncio.gather(sending, swap())
+    assert list(outside.iterdir()) == []
+    assert r.status_code in (201, 409), r.text
