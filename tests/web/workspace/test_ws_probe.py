@@ -527,3 +527,11 @@ async def test_uploads_swapped_for_a_link_mid_upload_land_nowhere_outside(
     r, _ = await asyncio.gather(sending, swap())
     assert list(outside.iterdir()) == []
     assert r.status_code in (201, 409), r.text
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e400", "Infinity"])
+def test_an_infinite_or_nan_upload_cap_keeps_the_default(value: str) -> None:
+    from lovia.web.uploads import DEFAULT_MAX_MB, UploadLimits
+
+    limits = UploadLimits.from_env({"LOVIA_MAX_UPLOAD_MB": value})
+    assert limits.max_bytes == int(DEFAULT_MAX_MB * 1024 * 1024)
