@@ -535,3 +535,22 @@ def test_an_infinite_or_nan_upload_cap_keeps_the_default(value: str) -> None:
 
     limits = UploadLimits.from_env({"LOVIA_MAX_UPLOAD_MB": value})
     assert limits.max_bytes == int(DEFAULT_MAX_MB * 1024 * 1024)
+
+
+async def test_huge_offsets_and_odd_limits_are_answered_or_422(
+    make_app: Any, asgi_client: Any, root: Path
+) -> None:
+    client = await asgi_client(make_app(ws_agent(root)))
+    huge = str(10**40)
+    for endpoint, params in [
+        ("/api/workspace/files", {"offset": huge}),
+        ("/api/workspace/file", {"path": "README.md", "offset": huge}),
+        ("/api/workspace/files", {"limit": "0"}),
+        ("/api/workspace/files", {"limit": "1001"}),
+        ("/api/workspace/recent", {"limit": "-1"}),
+        ("/api/workspace/file", {"path": "README.md", "offset": "-1"}),
+        ("/api/workspace/file", {"path": "README.md", "limit": "1e3"}),
+    ]:
+        r = await client.get(endpoint, params=params)
+        assert r.status_code in (200, 422), (endpoint, params, r.status_code)
+        _clean(r, root)
