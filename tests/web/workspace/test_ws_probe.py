@@ -554,3 +554,20 @@ async def test_huge_offsets_and_odd_limits_are_answered_or_422(
         r = await client.get(endpoint, params=params)
         assert r.status_code in (200, 422), (endpoint, params, r.status_code)
         _clean(r, root)
+
+
+async def test_a_file_swapped_for_a_link_after_the_check_is_refused(root: Path) -> None:
+    (root.parent / "outside.txt").write_text("SECRET outside\n")
+    (root / "data.txt").write_text("inside\n")
+
+    class Racing(WorkspaceFiles):
+        def locate(self, raw: str) -> tuple[str, Path]:
+            found = super().locate(raw)
+            (root / "data.txt").unlink()
+            os.symlink(root.parent / "outside.txt", root / "data.txt")
+            return found
+
+    files = Racing(ws_agent(root, mode="trusted").workspace)  # type: ignore[arg-type]
+    with pytest.raises(WebError) as info:
+        await files.raw("data.txt")
+    assert info.value.status == 403 and "SECRET" not in str(info.value)
