@@ -571,3 +571,14 @@ async def test_a_file_swapped_for_a_link_after_the_check_is_refused(root: Path) 
     with pytest.raises(WebError) as info:
         await files.raw("data.txt")
     assert info.value.status == 403 and "SECRET" not in str(info.value)
+
+
+async def test_a_workspace_opened_through_a_symlinked_path_lists_normally(
+    make_app: Any, asgi_client: Any, root: Path
+) -> None:
+    os.symlink(root, root.parent / "alias")
+    client = await asgi_client(make_app(ws_agent(root.parent / "alias")))
+    names = [e["name"] for e in (await client.get("/api/workspace/files")).json()["entries"]]
+    assert "src" in names and "README.md" in names
+    recent = (await client.get("/api/workspace/recent")).json()["files"]
+    assert "src/app.py" in [f["path"] for f in recent]
