@@ -582,3 +582,18 @@ async def test_a_workspace_opened_through_a_symlinked_path_lists_normally(
     assert "src" in names and "README.md" in names
     recent = (await client.get("/api/workspace/recent")).json()["files"]
     assert "src/app.py" in [f["path"] for f in recent]
+
+
+async def test_a_304_keeps_nosniff_and_the_cache_policy(
+    make_app: Any, asgi_client: Any, root: Path
+) -> None:
+    client = await asgi_client(make_app(ws_agent(root)))
+    first = await client.get("/api/workspace/raw", params={"path": "logo.png"})
+    again = await client.get(
+        "/api/workspace/raw",
+        params={"path": "logo.png"},
+        headers={"If-None-Match": first.headers["etag"]},
+    )
+    assert again.status_code == 304 and again.content == b""
+    assert again.headers["x-content-type-options"] == "nosniff"
+    assert again.headers["cache-control"] == first.headers["cache-control"]
