@@ -597,3 +597,34 @@ async def test_a_304_keeps_nosniff_and_the_cache_policy(
     assert again.status_code == 304 and again.content == b""
     assert again.headers["x-content-type-options"] == "nosniff"
     assert again.headers["cache-control"] == first.headers["cache-control"]
+
+
+async def test_a_chunked_upload_over_a_tiny_cap_leaves_nothing_over_the_wire(
+    make_app: Any, serve: Any, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import httpx
+
+    monkeypatch.setenv("LOVIA_MAX_UPLOAD_MB", "0.01")  # 10 KB
+    live = await serve(make_app(ws_agent(root)))
+
+    async def body() -> Any:
+        yield b'--b\r\nContent-Disposition: form-data; name="file"; filename="big.txt"\r\n\r\n'
+        for _ in range(100):
+            yield b"z" * 1024
+        yield b"\r\n--b--\r\n"
+
+    try:
+        r = await live.client.post(
+            "/api/workspace/upload",
+            content=body(),
+            headers={"content-type": "multipart/form-data; boundary=b"},
+        )
+        assert r.status_code == 413
+    except (httpx.WriteError, httpx.RemoteProtocolError, httpx.ReadError):
+        pass  # answered and closed while the client was still sending
+    deadline = asyncio.get_running_loop().time() + 10
+    while (root / "uploads").exists() and any((root / "uploads").iterdir()):
+        assert asyncio.get_running_loop().time() < deadline, list((root / "uploads").iterdir())
+        await asyncio.sleep(0.02)
+    small = await live.client.post("/api/workspace/upload", files={"file": ("s.txt", b"s")})
+    assert small.status_code == 201
