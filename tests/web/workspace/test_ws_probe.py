@@ -628,3 +628,17 @@ async def test_a_chunked_upload_over_a_tiny_cap_leaves_nothing_over_the_wire(
         await asyncio.sleep(0.02)
     small = await live.client.post("/api/workspace/upload", files={"file": ("s.txt", b"s")})
     assert small.status_code == 201
+
+
+async def test_a_denied_file_is_not_listed_through_a_symlinked_directory(
+    make_app: Any, asgi_client: Any, root: Path
+) -> None:
+    (root / "src" / "hidden_plan.txt").write_text("SECRET plan")
+    os.symlink(root / "src", root / "alias")
+    agent = ws_agent(root, denied_paths=("src/hidden_plan.txt",))
+    client = await asgi_client(make_app(agent))
+    for path in ("src", "alias"):
+        listing = (await client.get("/api/workspace/files", params={"path": path})).json()
+        assert "hidden_plan.txt" not in [e["name"] for e in listing["entries"]], path
+    recent = (await client.get("/api/workspace/recent", params={"limit": 100})).json()
+    assert not any("hidden_plan" in f["path"] for f in recent["files"])
