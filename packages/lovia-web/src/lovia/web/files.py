@@ -250,6 +250,12 @@ class WorkspaceFiles:
                     return None
             if self._denied(rel, lexical):
                 return None
+            # Listed through a symlinked directory: judge the name where it really is too.
+            real_dir = relative_to_root(directory, self.root)
+            if real_dir is not None and real_dir != rel_dir:
+                name = item.name if real_dir == "." else f"{real_dir}/{item.name}"
+                if self._denied(name, lexical):
+                    return None
             st = item.stat()  # relative to the opened directory, following a link
         except OSError:  # a dangling link, a loop, a file gone mid-listing
             return None
