@@ -642,3 +642,34 @@ async def test_a_denied_file_is_not_listed_through_a_symlinked_directory(
         assert "hidden_plan.txt" not in [e["name"] for e in listing["entries"]], path
     recent = (await client.get("/api/workspace/recent", params={"limit": 100})).json()
     assert not any("hidden_plan" in f["path"] for f in recent["files"])
+
+
+async def test_a_page_of_a_file_of_tiny_lines_takes_memory_like_the_file(root: Path) -> None:
+    """A 2 MB file of 1M two-byte lines: one page must not build a million strings."""
+    import tracemalloc
+
+    (root / "lines.txt").write_bytes(b"a\n" * 1_000_000)
+    files = WorkspaceFiles(ws_agent(root).workspace)  # type: ignore[arg-type]
+    tracemalloc.start()
+    try:
+        page = await files.text("lines.txt", offset=999_990, limit=20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert page.total_lines == 1_000_000 and page.lines == 10 and page.next_offset is None
+    assert page.content == "a\n" * 10
+    assert peak < 16_000_000, f"peak {peak / 1e6:.0f} MB for a 2 MB file"
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["", "a", "a\n", "a\r\nb", "a\rb\r", "x\x0by\x0cz\x1c\x1d\x1e", "\x85\u2028\u2029end", "\n\n"],
+)
+async def test_line_pages_match_splitlines(root: Path, content: str) -> None:
+    (root / "odd.txt").write_text(content, newline="")
+    files = WorkspaceFiles(ws_agent(root).workspace)  # type: ignore[arg-type]
+    lines = content.splitlines(keepends=True)
+    page = await files.text("odd.txt", offset=1, limit=2)
+    assert page.total_lines == len(lines)
+    assert page.content == "".join(lines[1:3])
+    assert page.next_offset == (3 if len(lines) > 3 else None)
