@@ -27,6 +27,7 @@ import hashlib
 import heapq
 import itertools
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -357,22 +358,11 @@ class WorkspaceFiles:
         partial = size > len(data)
         if _looks_binary(data):
             return TextPage(rel, size, True, None, offset, 0, None, None, partial)
-        text = data.decode("utf-8", "replace")
-        if partial:  # a character cut at the end of the prefix
-            text = text.rstrip("\ufffd")
-        lines = text.splitlines(keepends=True)
-        chosen: list[str] = []
-        used = 0
-        for line in lines[offset : offset + limit]:
-            if chosen and used + len(line) > MAX_PAGE_CHARS:
-                break
-            chosen.append(line[:MAX_PAGE_CHARS])
-            used += len(chosen[-1])
-        end = offset + len(chosen)
-        next_offset = end if end < len(lines) else None
-        return TextPage(
-            rel, size, False, "".join(chosen), offset, len(chosen), len(lines), next_offset, partial
-        )
+        # Off the event loop: decoding and walking 10 MB of lines takes a while.
+        content, lines, total = await asyncio.to_thread(_page, data, partial, offset, limit)
+        end = offset + lines
+        next_offset = end if end < total else None
+        return TextPage(rel, size, False, content, offset, lines, total, next_offset, partial)
 
     async def raw(self, path: str) -> RawFile:
         """The file's bytes for ``/raw`` with its type, whether it may be shown inline, and
@@ -398,6 +388,46 @@ class WorkspaceFiles:
         if not self.policy.can_write:
             return "readonly"
         return "trusted" if self.policy.read_outside == "allow" else "coding"
+
+
+_LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+"""Where ``str.splitlines`` ends a line (``\\r\\n`` is one end)."""
+_LINE_END = re.compile(f"\r\n|[{_LINE_ENDS}]")
+
+
+def _page(data: bytes, partial: bool, offset: int, limit: int) -> tuple[str, int, int]:
+    """The page's text, its line count and the file's total line count. Never a list of
+    every line: a file of tiny lines would take dozens of times its size in memory."""
+    text = data.decode("utf-8", "replace")
+    if partial:  # a character cut at the end of the prefix
+        text = text.rstrip("\ufffd")
+    chosen: list[str] = []
+    used = 0
+    for line in itertools.islice(_lines_from(text, offset), limit):
+        if chosen and used + len(line) > MAX_PAGE_CHARS:
+            break
+        chosen.append(line[:MAX_PAGE_CHARS])
+        used += len(chosen[-1])
+    return "".join(chosen), len(chosen), _count_lines(text)
+
+
+def _count_lines(text: str) -> int:
+    """``len(text.splitlines())`` without building the lines."""
+    ends = sum(text.count(ch) for ch in _LINE_ENDS) - text.count("\r\n")
+    return ends + (1 if text and text[-1] not in _LINE_ENDS else 0)
+
+
+def _lines_from(text: str, offset: int) -> Iterator[str]:
+    """``text.splitlines(keepends=True)[offset:]``, lazily (skipped lines are not built)."""
+    start = 0
+    index = 0
+    for match in _LINE_END.finditer(text):
+        if index >= offset:
+            yield text[start : match.end()]
+        start = match.end()
+        index += 1
+    if start < len(text) and index >= offset:
+        yield text[start:]
 
 
 def _hard_linked(path: Path) -> bool:
