@@ -8,12 +8,15 @@ checked twice:
    no hidden (dot) component;
 2. where it lands: symlinks are followed and the real path must stay inside the root, have no
    hidden component either, and not be denied by the workspace policy (``denied_paths``,
-   secret files, deny rules) under its lexical name or its real one.
+   secret files, deny rules) under its lexical name or its real one; a regular file with
+   several hard links is refused too (its other name may be a secret).
 
-Bytes are then read through a ``LocalWorkspaceSession`` over the same policy, the workspace's
-single enforcement point (it re-judges the path and refuses a symlink swapped in after the
-check). Listings hide dotfiles and junk (``__pycache__``, ``*.pyc``, ``.venv``/``venv``,
-``node_modules``, ``tmp``) and denied entries, and are paginated; every walk is bounded.
+Bytes are then read through a ``LocalWorkspaceSession`` over the same policy with every
+outside path denied, the workspace's single enforcement point (it re-judges the path and
+refuses a symlink swapped in after the check); directories are listed through a descriptor
+opened without following a link and re-checked the same way. Listings hide dotfiles and
+junk (``__pycache__``, ``*.pyc``, ``.venv``/``venv``, ``node_modules``, ``tmp``) and denied
+entries, and are paginated; every walk is bounded.
 Errors are ``WebError``s whose messages name the workspace-relative path only.
 """
 
