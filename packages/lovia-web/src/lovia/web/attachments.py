@@ -13,8 +13,8 @@ into the run's input:
 * an ``image`` attachment is also inlined as an ``ImagePart`` when the agent's model has
   vision (``model_has_vision``: the provider's ``supports_vision``, the same flag the core
   uses to hide image-returning tools) and the file is a png/jpeg/gif/webp/avif of at most
-  ``MAX_INLINE_IMAGE_BYTES`` (and ``MAX_INLINE_TOTAL_BYTES`` for the message); otherwise it
-  stays a reference;
+  ``MAX_INLINE_IMAGE_BYTES`` (and ``MAX_INLINE_TOTAL_BYTES`` for the message) whose bytes
+  start like that format; otherwise it stays a reference;
 * an agent without a local workspace ignores attachments (the message is sent as is).
 
 The result is the plain message text when nothing is inlined, else a list of parts
@@ -48,6 +48,7 @@ __all__ = [
     "MAX_INLINE_IMAGE_BYTES",
     "MAX_INLINE_TOTAL_BYTES",
     "chat_input",
+    "is_image_bytes",
     "model_has_vision",
     "resolve_attachments",
 ]
@@ -161,10 +162,26 @@ async def _inline(files: WorkspaceFiles, rel: str, mime: str, room: int) -> Imag
         data = await files.read_bytes(rel, room)
     except WebError:
         return None
-    if data is None:
+    if data is None or not is_image_bytes(data, mime):
         return None
     encoded = await asyncio.to_thread(base64.b64encode, data)
     return ImagePart(data=encoded.decode("ascii"), mime_type=mime)
+
+
+def is_image_bytes(data: bytes, mime: str) -> bool:
+    """Whether ``data`` starts like a ``mime`` image: a file named ``.png`` holding HTML
+    stays a reference rather than reaching the provider as a broken image."""
+    if mime == "image/png":
+        return data.startswith(b"\x89PNG")
+    if mime == "image/jpeg":
+        return data.startswith(b"\xff\xd8\xff")
+    if mime == "image/gif":
+        return data.startswith((b"GIF87a", b"GIF89a"))
+    if mime == "image/webp":
+        return data[:4] == b"RIFF" and data[8:12] == b"WEBP"
+    if mime == "image/avif":
+        return data[4:8] == b"ftyp" and data[8:12] in (b"avif", b"avis")
+    return False
 
 
 async def chat_input(supervisor: RunSupervisor, request: ChatRequest) -> str | list[ContentPart]:

@@ -8,22 +8,31 @@ checked twice:
    no hidden (dot) component;
 2. where it lands: symlinks are followed and the real path must stay inside the root, have no
    hidden component either, and not be denied by the workspace policy (``denied_paths``,
-   secret files, deny rules) under its lexical name or its real one.
+   secret files, deny rules) under its lexical name or its real one; a regular file with
+   several hard links is refused too (its other name may be a secret).
 
-Bytes are then read through a ``LocalWorkspaceSession`` over the same policy, the workspace's
-single enforcement point (it re-judges the path and refuses a symlink swapped in after the
-check). Listings hide dotfiles and junk (``__pycache__``, ``*.pyc``, ``.venv``/``venv``,
-``node_modules``, ``tmp``) and denied entries, and are paginated; every walk is bounded.
+Bytes are then read through a ``LocalWorkspaceSession`` over the same policy with every
+outside path denied, the workspace's single enforcement point (it re-judges the path and
+refuses a symlink swapped in after the check); directories are listed through a descriptor
+opened without following a link and re-checked the same way. Listings hide dotfiles and
+junk (``__pycache__``, ``*.pyc``, ``.venv``/``venv``, ``node_modules``, ``tmp``) and denied
+entries, and are paginated; every walk is bounded.
 Errors are ``WebError``s whose messages name the workspace-relative path only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
+import errno
 import hashlib
 import heapq
+import itertools
 import os
+import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -190,9 +199,17 @@ class WorkspaceFiles:
         self.workspace = workspace
         self.root = workspace.root
         self.policy = workspace.policy
-        # Reads only: this session never runs a command, so it owns nothing to close.
+        # Reads only: this session never runs a command, so it owns nothing to close. It
+        # denies every path outside the root, whatever the agent's mode: a directory swapped
+        # for a link after ``locate`` must not make it read outside (the agent's policy may
+        # allow or ask outside reads; the panel never does).
+        inside_only = dataclasses.replace(
+            workspace.policy,
+            read_outside="deny",
+            path_rules=tuple(r for r in workspace.policy.path_rules if r.action == "deny"),
+        )
         self._reader = LocalWorkspaceSession(
-            workspace.root, policy=workspace.policy, limits=workspace.limits
+            workspace.root, policy=inside_only, limits=workspace.limits
         )
 
     # -- checks ------------------------------------------------------------------------
@@ -215,14 +232,18 @@ class WorkspaceFiles:
             raise PathDenied(f"reading {rel!r} is denied by the workspace policy")
         if not os.path.lexists(real):
             raise NotFound(f"no such file or directory: {rel!r}")
+        if _hard_linked(real):
+            raise PathDenied(
+                f"{rel!r} has several hard links", hint="its other name may be a secret file"
+            )
         return rel, real
 
-    def _entry(self, item: os.DirEntry[str], rel_dir: str) -> FileEntry | None:
+    def _entry(self, item: os.DirEntry[str], rel_dir: str, directory: Path) -> FileEntry | None:
         """A listed entry, or ``None`` when it is hidden, denied or escapes the root."""
         if is_junk(item.name):
             return None
         rel = item.name if rel_dir == "." else f"{rel_dir}/{item.name}"
-        lexical = Path(item.path)
+        lexical = directory / item.name
         try:
             if item.is_symlink():
                 real = Path(os.path.realpath(lexical))
@@ -233,7 +254,13 @@ class WorkspaceFiles:
                     return None
             if self._denied(rel, lexical):
                 return None
-            st = os.stat(lexical)
+            # Listed through a symlinked directory: judge the name where it really is too.
+            real_dir = relative_to_root(directory, self.root)
+            if real_dir is not None and real_dir != rel_dir:
+                name = item.name if real_dir == "." else f"{real_dir}/{item.name}"
+                if self._denied(name, lexical):
+                    return None
+            st = item.stat()  # relative to the opened directory, following a link
         except OSError:  # a dangling link, a loop, a file gone mid-listing
             return None
         is_dir = stat.S_ISDIR(st.st_mode)
@@ -259,13 +286,13 @@ class WorkspaceFiles:
         seen = 0
         truncated = False
         try:
-            with os.scandir(real) as it:
+            with _scan(real) as it:
                 for item in it:
                     seen += 1
                     if seen > MAX_SCAN_ENTRIES:
                         truncated = True
                         break
-                    entry = self._entry(item, rel)
+                    entry = self._entry(item, rel, real)
                     if entry is not None:
                         entries.append(entry)
         except OSError:
@@ -286,20 +313,18 @@ class WorkspaceFiles:
         while stack and budget > 0:
             current, rel_dir = stack.pop()
             try:
-                with os.scandir(current) as it:
-                    items = list(it)
+                with _scan(current) as it:  # entries are stat-ed while the directory is open
+                    items = list(itertools.islice(it, budget))
+                    found = [(item, self._entry(item, rel_dir, current)) for item in items]
             except OSError:
                 continue
-            for item in items:
-                budget -= 1
-                if budget < 0:
-                    break
-                entry = self._entry(item, rel_dir)
+            budget -= len(items)
+            for item, entry in found:
                 if entry is None:
                     continue
                 if entry.is_dir:
                     if not item.is_symlink():
-                        stack.append((Path(item.path), entry.path))
+                        stack.append((current / item.name, entry.path))
                     continue
                 key = (entry.modified, entry.path, entry)
                 if len(best) < limit:
@@ -318,6 +343,8 @@ class WorkspaceFiles:
             raise PathDenied(f"reading {rel!r} is denied by the workspace policy") from None
         except WorkspaceError:  # not a regular file, vanished, unreadable: never echo paths
             raise NotFound(f"{rel!r} is not a readable file") from None
+        if _hard_linked(real):  # linked while it was being read
+            raise PathDenied(f"{rel!r} has several hard links")
         return data.data, data.size
 
     async def read_bytes(self, path: str, max_bytes: int) -> bytes | None:
@@ -334,22 +361,11 @@ class WorkspaceFiles:
         partial = size > len(data)
         if _looks_binary(data):
             return TextPage(rel, size, True, None, offset, 0, None, None, partial)
-        text = data.decode("utf-8", "replace")
-        if partial:  # a character cut at the end of the prefix
-            text = text.rstrip("\ufffd")
-        lines = text.splitlines(keepends=True)
-        chosen: list[str] = []
-        used = 0
-        for line in lines[offset : offset + limit]:
-            if chosen and used + len(line) > MAX_PAGE_CHARS:
-                break
-            chosen.append(line[:MAX_PAGE_CHARS])
-            used += len(chosen[-1])
-        end = offset + len(chosen)
-        next_offset = end if end < len(lines) else None
-        return TextPage(
-            rel, size, False, "".join(chosen), offset, len(chosen), len(lines), next_offset, partial
-        )
+        # Off the event loop: decoding and walking 10 MB of lines takes a while.
+        content, lines, total = await asyncio.to_thread(_page, data, partial, offset, limit)
+        end = offset + lines
+        next_offset = end if end < total else None
+        return TextPage(rel, size, False, content, offset, lines, total, next_offset, partial)
 
     async def raw(self, path: str) -> RawFile:
         """The file's bytes for ``/raw`` with its type, whether it may be shown inline, and
@@ -375,6 +391,75 @@ class WorkspaceFiles:
         if not self.policy.can_write:
             return "readonly"
         return "trusted" if self.policy.read_outside == "allow" else "coding"
+
+
+_LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+"""Where ``str.splitlines`` ends a line (``\\r\\n`` is one end)."""
+_LINE_END = re.compile(f"\r\n|[{_LINE_ENDS}]")
+
+
+def _page(data: bytes, partial: bool, offset: int, limit: int) -> tuple[str, int, int]:
+    """The page's text, its line count and the file's total line count. Never a list of
+    every line: a file of tiny lines would take dozens of times its size in memory."""
+    text = data.decode("utf-8", "replace")
+    if partial:  # a character cut at the end of the prefix
+        text = text.rstrip("\ufffd")
+    chosen: list[str] = []
+    used = 0
+    for line in itertools.islice(_lines_from(text, offset), limit):
+        if chosen and used + len(line) > MAX_PAGE_CHARS:
+            break
+        chosen.append(line[:MAX_PAGE_CHARS])
+        used += len(chosen[-1])
+    return "".join(chosen), len(chosen), _count_lines(text)
+
+
+def _count_lines(text: str) -> int:
+    """``len(text.splitlines())`` without building the lines."""
+    ends = sum(text.count(ch) for ch in _LINE_ENDS) - text.count("\r\n")
+    return ends + (1 if text and text[-1] not in _LINE_ENDS else 0)
+
+
+def _lines_from(text: str, offset: int) -> Iterator[str]:
+    """``text.splitlines(keepends=True)[offset:]``, lazily (skipped lines are not built)."""
+    start = 0
+    index = 0
+    for match in _LINE_END.finditer(text):
+        if index >= offset:
+            yield text[start : match.end()]
+        start = match.end()
+        index += 1
+    if start < len(text) and index >= offset:
+        yield text[start:]
+
+
+def _hard_linked(path: Path) -> bool:
+    """Whether ``path`` is a regular file with another name somewhere: a hard link to a
+    secret (``.env``, a key) looks like any file, so the panel refuses them all."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
+
+
+@contextlib.contextmanager
+def _scan(directory: Path) -> Iterator[Iterator[os.DirEntry[str]]]:
+    """``os.scandir`` of exactly ``directory``: opened without following a final link and
+    re-checked through ``/proc/self/fd``, so a directory swapped for a link after the check
+    lists nothing (``OSError``)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        try:
+            actual = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # no procfs: the O_NOFOLLOW open is the only check left
+            actual = str(directory)
+        if actual != str(directory):
+            raise PermissionError(errno.EACCES, "the directory changed after the check")
+        with os.scandir(fd) as it:
+            yield it
+    finally:
+        os.close(fd)
 
 
 def _is_dir(path: Path) -> bool:

@@ -110,6 +110,8 @@ class LiveRun:
     """Why the supervisor stopped it: ``"cancel"`` (a client) or ``"shutdown"``."""
     runner_agent: Agent[Any] | None = None
     """A child run's own agent object (``start_child``), run instead of ``agents[agent]``."""
+    launched: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once ``task`` exists (or the launch failed): ``stop`` waits for it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,8 +373,10 @@ class RunSupervisor:
         except BaseException:
             self._live.pop(session_id, None)
             self.hub.close(run.run_id)
+            run.launched.set()
             raise
         run.task = asyncio.create_task(self._drive(run, input), name=f"lovia-run-{run.run_id}")
+        run.launched.set()
         return run
 
     # -- blocking chat ---------------------------------------------------------------------
@@ -660,6 +664,8 @@ class RunSupervisor:
         run = self._live.get(session_id)
         if run is not None:
             self._stop(run, "cancel")
+            if run.task is None:  # still being set up: its task would bind the workspace
+                await run.launched.wait()
             if run.task is not None:
                 await asyncio.shield(run.task)
         await self.workspaces.release(session_id)

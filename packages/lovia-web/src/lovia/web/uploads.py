@@ -22,6 +22,7 @@ a 409), as does a workspace policy that denies ``uploads/`` outright.
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import unicodedata
@@ -120,7 +121,7 @@ class UploadLimits:
             mb = float(env.get("LOVIA_MAX_UPLOAD_MB", "") or DEFAULT_MAX_MB)
         except ValueError:
             mb = DEFAULT_MAX_MB
-        mb = mb if mb >= 0 else DEFAULT_MAX_MB
+        mb = mb if math.isfinite(mb) and mb >= 0 else DEFAULT_MAX_MB
         raw = env.get("LOVIA_UPLOAD_ALLOWED_EXT", "").strip()
         allowed: frozenset[str] | None = DEFAULT_ALLOWED_EXT
         if raw == "*":

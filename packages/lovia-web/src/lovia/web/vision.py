@@ -30,7 +30,7 @@ from lovia.workspace import (
     WorkspaceError,
 )
 
-from .attachments import model_has_vision
+from .attachments import is_image_bytes, model_has_vision
 from .files import INLINE_MIMES, local_workspace
 
 if TYPE_CHECKING:
@@ -107,6 +107,11 @@ def make_describe_image_tool(
             raise FileTooLargeError(
                 f"{data.path!r} is {data.size} bytes, over the {MAX_IMAGE_BYTES}-byte limit",
                 hint="downscale it first (ImageMagick: convert in.png -resize 50% out.png)",
+            )
+        if not is_image_bytes(data.data, mime):
+            raise WorkspaceError(
+                f"{data.path!r} is not a {mime.removeprefix('image/')} image",
+                hint="its bytes do not start like one; pass a real image file",
             )
         image = ImagePart(data=base64.b64encode(data.data).decode("ascii"), mime_type=mime)
         return await _ask(vision_model, question, image)

@@ -19,7 +19,12 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from lovia.workspace import LocalWorkspace, LocalWorkspaceSession, WorkspaceSessionBinding
+from lovia.workspace import (
+    LocalWorkspace,
+    LocalWorkspaceSession,
+    WorkspaceClosedError,
+    WorkspaceSessionBinding,
+)
 
 from .errors import NotFound
 
@@ -98,8 +103,13 @@ class WorkspaceRegistry:
                 f"chat {session_id!r} has no background process {process_id!r}",
                 hint="list them with GET /api/sessions/{id}/processes",
             )
-        await session.kill_process(process_id)
-        return session.background_processes()
+        try:
+            await session.kill_process(process_id)
+        except WorkspaceClosedError:  # the chat was deleted meanwhile: its processes died
+            raise NotFound(
+                f"chat {session_id!r} has no background process {process_id!r}"
+            ) from None
+        return self.processes(session_id)  # ``[]`` when the chat was deleted during the kill
 
     async def release(self, session_id: str) -> None:
         """Close the chat's session (its processes die); a no-op without one."""

@@ -230,7 +230,8 @@ async def raw_file(
     if raw.mime != "application/pdf":
         headers["Content-Security-Policy"] = _SANDBOX
     if if_none_match is not None and _etag_matches(if_none_match, raw.etag):
-        return Response(status_code=304, headers={"ETag": raw.etag})
+        kept = ("ETag", "Cache-Control", "X-Content-Type-Options")
+        return Response(status_code=304, headers={k: headers[k] for k in kept})
     return Response(raw.data, media_type=raw.mime, headers=headers)
 
 
