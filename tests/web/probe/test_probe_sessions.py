@@ -7,7 +7,7 @@ from typing import Any
 from lovia.testing import text
 from lovia.transcript import AssistantTextEntry, InputEntry, ToolCallEntry, ToolResultEntry
 
-from ..conftest import frames_until_done, read_frames, resume, scripted_agent
+from ..conftest import frames_until_done, resume, scripted_agent
 from ..sessions.conftest import seed
 
 

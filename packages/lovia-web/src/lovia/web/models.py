@@ -177,7 +177,8 @@ class SessionPatch(_Body):
     @field_validator("title")
     @classmethod
     def _title_not_blank(cls, value: str | None) -> str | None:
-        return None if value is None else _not_blank(value).strip()
+        # The store drops NULs, so a title of only NULs and blanks would land empty.
+        return None if value is None else _not_blank(value.replace("\x00", "")).strip()
 
     @model_validator(mode="after")
     def _something(self) -> SessionPatch:

@@ -28,6 +28,7 @@ from ..models import (
     error_responses,
 )
 from ..store.base import ChatMeta
+from ..store.sql import well_formed
 
 __all__ = [
     "DeletedSessions",
@@ -126,9 +127,20 @@ def _publish(state: WebState, kind: str, data: dict[str, Any]) -> None:
         state.lifecycle.bus.publish(kind, data)
 
 
+def _utf8_safe(value: Any) -> Any:
+    """``value`` with every string well-formed (a model may have sent a lone surrogate)."""
+    if isinstance(value, str):
+        return well_formed(value)
+    if isinstance(value, dict):
+        return {well_formed(k): _utf8_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_utf8_safe(v) for v in value]
+    return value
+
+
 def _entry_json(session_id: str, entry: TranscriptEntry) -> dict[str, Any]:
     """An entry as JSON; a tool result's inline images become links to ``tool_image``."""
-    data = entry_to_dict(entry)
+    data: dict[str, Any] = _utf8_safe(entry_to_dict(entry))
     if isinstance(entry, ToolResultEntry) and entry.parts:
         parts, index = [], 0
         for part, raw in zip(entry.parts, data["parts"], strict=True):
