@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
@@ -47,7 +48,7 @@ from lovia.runner import RunInput, Runner
 from lovia.steering import Mailbox
 
 from .approvals import ApprovalRegistry
-from .errors import CapacityExceeded, NotFound
+from .errors import CapacityExceeded, NotFound, RunConflict
 from .eventlog import EventRecord, RunLog, done_record, error_record, records_of
 from .hub import EventHub
 from .titles import provisional_title as _provisional_title  # the name other code uses
@@ -125,6 +126,8 @@ class RunSupervisor:
         self.workspaces = workspaces or WorkspaceRegistry()
         """Each chat's bound workspace session (its background processes outlive a run)."""
         self._live: dict[str, LiveRun] = {}
+        self._exclusive: set[str] = set()
+        """Chats a rewind or a delete is changing: no run starts in them meanwhile."""
         self._closing = False
 
     def __repr__(self) -> str:
@@ -141,6 +144,21 @@ class RunSupervisor:
 
     def live_runs(self) -> list[LiveRun]:
         return list(self._live.values())
+
+    @contextmanager
+    def exclusive(self, session_id: str) -> Iterator[None]:
+        """Hold off new runs of the chat (``start`` raises ``RunConflict``) while a rewind
+        or a delete changes it. Raises ``RunConflict`` if a run of it is live already."""
+        if session_id in self._live or session_id in self._exclusive:
+            raise RunConflict(
+                f"session {session_id!r} has a live run",
+                hint="cancel it or wait until it is done",
+            )
+        self._exclusive.add(session_id)
+        try:
+            yield
+        finally:
+            self._exclusive.discard(session_id)
 
     # -- start -----------------------------------------------------------------------------
 
@@ -216,6 +234,10 @@ class RunSupervisor:
         title: str,
         resume_run: str | None = None,
     ) -> LiveRun:
+        if session_id in self._exclusive:
+            raise RunConflict(
+                f"session {session_id!r} is being rewound or deleted", hint="retry in a moment"
+            )
         # Reserve the slot before the first await, so a concurrent start attaches to it.
         run = LiveRun(run_id=resume_run or uuid4().hex, session_id=session_id, agent=agent)
         run.resumed = resume_run is not None
