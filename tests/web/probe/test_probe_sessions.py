@@ -78,3 +78,17 @@ async def test_followups_holding_a_lone_surrogate_are_cleaned_not_a_500(
     _no_internals(r)
     assert r.status_code == 200, r.text
     assert r.json() == {"suggestions": ["shoes \ufffd?", "rain?"]}
+
+
+async def test_a_first_message_of_control_characters_does_not_leave_an_empty_title(
+    make_app: Any, asgi_client: Any
+) -> None:
+    app = make_app(scripted_agent(text("ok")))
+    client = await asgi_client(app)
+    body = b'{"message": "\\u0000\\u0000\\u0007", "session_id": "nul"}'
+    headers = {"content-type": "application/json"}
+    async with client.stream("POST", "/api/chat/stream", content=body, headers=headers) as r:
+        assert r.status_code == 200
+        await frames_until_done(r)
+    title = (await client.get("/api/sessions/nul")).json()["title"]
+    assert title.strip() and "\x00" not in title and "\x07" not in title
