@@ -110,3 +110,29 @@ async def test_a_message_racing_a_delete_all_does_not_leave_an_orphan_transcript
         assert await store.list_runs(session_id="a1") == []
     else:
         assert r.status_code == 409, r.text
+
+
+async def test_a_delete_all_racing_a_rewind_leaves_nothing_and_no_500(
+    make_app: Any, asgi_client: Any
+) -> None:
+    gate, agent = gated_agent(text("after"))
+    app = make_app(agent)
+    client = await asgi_client(app)
+    store = app.state.lovia.store
+    await seed(
+        store,
+        "w1",
+        [InputEntry("user", "first"), AssistantTextEntry("one")],
+        [InputEntry("user", "second"), AssistantTextEntry("two")],
+    )
+    entered, release = _hold(store, "rewind_session")
+    rewind = asyncio.create_task(client.post("/api/sessions/w1/rewind", json={"user_turn": 1}))
+    await entered.wait()
+    r = await client.delete("/api/sessions")
+    assert r.status_code in (200, 409), r.text
+    release.set()
+    rewound = await rewind
+    assert rewound.status_code in (200, 404), rewound.text
+    if r.status_code == 200:
+        assert await store.get_session("w1") is None
+        assert await store.session.load("w1") == []
