@@ -6,9 +6,20 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lovia.testing import text
+from lovia.web import ChatStore
 
 from ..conftest import gated_agent, scripted_agent
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """``open_store()``: one more store instance on this test's one database."""
+    if request.param == "sqlite":
+        return lambda: ChatStore.sqlite(str(tmp_path / "shared.db"))
+    dsn, schema = request.getfixturevalue("pg_dsn"), request.getfixturevalue("pg_schema")
+    return lambda: ChatStore.postgres(dsn, schema=schema)
 
 
 async def test_a_second_instance_sweeping_at_startup_does_not_end_the_first_ones_run(
@@ -32,15 +43,15 @@ async def test_a_second_instance_sweeping_at_startup_does_not_end_the_first_ones
 
 
 async def test_a_message_to_the_other_instance_does_not_run_a_live_run_twice(
-    tmp_path: Path, make_app: Any, asgi_client: Any
+    make_app: Any, asgi_client: Any, open_store: Any
 ) -> None:
     gate, agent = gated_agent(text("done"))
-    first = make_app(agent)
+    first = make_app(agent, store=open_store())
     client_a = await asgi_client(first)
     supervisor = first.state.lovia.supervisor
     started = await supervisor.start("park", session_id="a1")
     await gate.entered.wait()
-    second = make_app(scripted_agent(text("other"), text("other again")))
+    second = make_app(scripted_agent(text("other"), text("other again")), store=open_store())
     client_b = await asgi_client(second)
     # The run is live in the first instance: the second must not resume it as well (it
     # would fail as "already completed" and swallow the message); it answers 409.

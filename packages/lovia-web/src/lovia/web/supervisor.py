@@ -41,7 +41,7 @@ from uuid import uuid4
 
 from lovia.checkpointer import CheckpointOptions
 from lovia.events import ApprovalRequired, RunCompleted, RunFailed
-from lovia.exceptions import RunCancelled, UserError
+from lovia.exceptions import RunBusyError, RunCancelled, UserError
 from lovia.messages import user
 from lovia.parts import ContentPart, text_of
 from lovia.runner import RunInput, Runner
@@ -218,12 +218,30 @@ class RunSupervisor:
             return None
         if session_id in self._live:  # a concurrent start or resume got there first
             return self._live[session_id]
+        await self._require_unheld(session_id, run_id)
+        if session_id in self._live:
+            return self._live[session_id]
         if self._closing or len(self._live) >= self.max_background_runs:
             raise CapacityExceeded(
                 f"no free slot to resume run {run_id!r}", hint="retry when a run has finished"
             )
         agent = meta.agent if meta.agent in self.agents else next(iter(self.agents))
         return await self._launch(session_id, agent, [], title=meta.title, resume_run=run_id)
+
+    async def _require_unheld(self, session_id: str, run_id: str) -> None:
+        """Raise ``RunConflict`` when another server process on this database is running
+        ``run_id`` (it holds the run's lease): resuming it here would run it twice."""
+        lease = getattr(self.store.checkpointer, "lease", None)
+        if lease is None:
+            return
+        try:
+            async with lease(run_id, wait=False):
+                pass
+        except RunBusyError:
+            raise RunConflict(
+                f"run {run_id!r} of session {session_id!r} is live in another server process",
+                hint="send the message to that server, or wait until the run is done",
+            ) from None
 
     async def _launch(
         self,
