@@ -83,3 +83,22 @@ async def test_renames_racing_model_titles_always_win(
     await app.state.lovia.lifecycle.titles.join()
     for n in range(CHATS):
         assert (await client.get(f"/api/sessions/t{n}")).json()["title"] == f"Mine {n}"
+
+
+async def test_search_takes_wildcards_literally_through_the_api(
+    make_app: Any, asgi_client: Any, store: ChatStore
+) -> None:
+    app = make_app(scripted_agent(), store=store)
+    client = await asgi_client(app)
+    for sid, title in [("p", "100% done"), ("u", "a_b"), ("b", "back\\slash"), ("x", "plain")]:
+        await store.create_session(sid, agent="helper", title=title)
+    for q, expected in [
+        ("%", ["p"]),
+        ("_", ["u"]),
+        ("\\", ["b"]),
+        ("%_\\", []),
+        ("A", ["b", "u", "x"]),
+    ]:
+        r = await client.get("/api/sessions", params={"q": q})
+        assert r.status_code == 200
+        assert sorted(s["id"] for s in r.json()["sessions"]) == sorted(expected), q
