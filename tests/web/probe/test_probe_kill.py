@@ -80,3 +80,39 @@ async def test_a_run_killed_mid_tool_is_interrupted_then_resumes_once(tmp_path: 
     finally:
         proc.send_signal(signal.SIGTERM)
         await asyncio.wait_for(proc.wait(), TIMEOUT)
+
+
+async def test_a_run_killed_before_its_first_checkpoint_ends_for_its_watchers(
+    tmp_path: Path, make_app: Any, asgi_client: Any
+) -> None:
+    # What a process SIGKILLed during its run's first model call leaves behind: the chat's
+    # pointer, a `running` record and an open-ended log, but no checkpoint.
+    from lovia.testing import text
+    from lovia.web import ChatStore, EventRecord
+    from lovia.web.store.base import RunRecord
+
+    from ..conftest import scripted_agent
+
+    db = tmp_path / "chat.db"
+    store = ChatStore.sqlite(str(db))
+    await store.create_session("k2", agent="helper", title="t")
+    run_id = "f" * 32
+    await store.set_active_run("k2", run_id)
+    await store.record_run_started(RunRecord(run_id, "k2", "helper", "chat", "running"))
+    await store.append_events(
+        "k2", [EventRecord(run_id, 1, "turn_started", {"turn": 1, "agent": "helper"})]
+    )
+    await store.aclose()
+
+    app = make_app(scripted_agent(text("fresh")), db_path=db)
+    client = await asgi_client(app)
+    r = await asyncio.wait_for(client.get("/api/chat/stream", params={"session_id": "k2"}), 10)
+    if r.status_code == 200:
+        events = [line for line in r.text.splitlines() if line.startswith("event:")]
+        assert events[-1] == "event: done", r.text  # else an EventSource reconnects forever
+    else:
+        assert r.status_code == 404, r.text
+    [record] = (await client.get("/api/runs/history")).json()["runs"]
+    assert record["status"] != "running"
+    meta = (await client.get("/api/sessions/k2")).json()
+    assert meta["active_run_id"] is None
