@@ -214,7 +214,7 @@ class RunSupervisor:
             return self._live.get(session_id)
         run_id = meta.active_run_id
         if await self.store.checkpointer.load(run_id) is None:  # died before its first save
-            await self.store.set_active_run(session_id, None, expected=run_id)
+            await self._end_unsaved(session_id, run_id)
             return None
         if session_id in self._live:  # a concurrent start or resume got there first
             return self._live[session_id]
@@ -227,6 +227,29 @@ class RunSupervisor:
             )
         agent = meta.agent if meta.agent in self.agents else next(iter(self.agents))
         return await self._launch(session_id, agent, [], title=meta.title, resume_run=run_id)
+
+    async def _end_unsaved(self, session_id: str, run_id: str) -> None:
+        """End a run that died before its first checkpoint (it cannot resume): its log gets
+        ``error`` and ``done`` (``failed``), so a watcher stops reconnecting, and its record
+        says ``failed``. Only the caller that clears the chat's pointer does it."""
+        if not await self.store.set_active_run(session_id, None, expected=run_id):
+            return
+        error = {
+            "type": "RunInterrupted",
+            "message": "the server stopped before the run saved any progress",
+        }
+        last = await self.store.last_seq(run_id)
+        if last:
+            await self.store.append_events(
+                session_id,
+                [
+                    EventRecord(run_id, last + 1, "error", error),
+                    EventRecord(run_id, last + 2, "done", done_record("failed")),
+                ],
+            )
+        await self.store.record_run_finished(
+            run_id, status="failed", error=f"{error['type']}: {error['message']}"
+        )
 
     async def _require_unheld(self, session_id: str, run_id: str) -> None:
         """Raise ``RunConflict`` when another server process on this database is running
