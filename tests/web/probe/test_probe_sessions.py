@@ -92,3 +92,14 @@ async def test_a_first_message_of_control_characters_does_not_leave_an_empty_tit
         await frames_until_done(r)
     title = (await client.get("/api/sessions/nul")).json()["title"]
     assert title.strip() and "\x00" not in title and "\x07" not in title
+
+
+async def test_pinned_of_the_wrong_type_is_422_naming_it(make_app: Any, asgi_client: Any) -> None:
+    app = make_app(scripted_agent())
+    client = await asgi_client(app)
+    await seed(app.state.lovia.store, "p1", [InputEntry("user", "hi")])
+    for wrong in ("yes", 1, "true", 0.0):
+        r = await client.patch("/api/sessions/p1", json={"pinned": wrong})
+        assert r.status_code == 422, (wrong, r.text)
+        assert "pinned" in r.json()["detail"]
+    assert (await client.get("/api/sessions/p1")).json()["pinned"] is False
