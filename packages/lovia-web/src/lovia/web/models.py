@@ -172,7 +172,7 @@ class SessionPatch(_Body):
     """``PATCH /api/sessions/{id}``: rename and/or pin (at least one field)."""
 
     title: str | None = Field(default=None, min_length=1, max_length=200)
-    pinned: bool | None = None
+    pinned: bool | None = Field(default=None, strict=True)
 
     @field_validator("title")
     @classmethod
