@@ -45,7 +45,15 @@ if TYPE_CHECKING:
     from lovia.checkpointer import Checkpointer
     from lovia.session import Session
 
-__all__ = ["ChatSQL", "SCHEMA_VERSION", "SQLChatStore", "clean_text", "migrate", "store_from_url"]
+__all__ = [
+    "ChatSQL",
+    "SCHEMA_VERSION",
+    "SQLChatStore",
+    "clean_text",
+    "migrate",
+    "store_from_url",
+    "well_formed",
+]
 
 logger = logging.getLogger(__name__)
 
