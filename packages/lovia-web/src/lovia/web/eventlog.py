@@ -39,7 +39,7 @@ from lovia.events import (
     TurnStarted,
     UserMessageInjected,
 )
-from lovia.exceptions import RunCancelled
+from lovia.exceptions import RunCancelled, UserError
 from lovia.messages import ToolCall
 from lovia.transcript import entry_to_dict, to_json_safe
 
@@ -80,6 +80,15 @@ class EventRetention:
     """Finished runs per session whose events are kept (the live run always is)."""
     max_events: int = 200_000
     """Rows in the whole log; the oldest finished runs are pruned first past it."""
+
+    def __post_init__(self) -> None:
+        for name in ("runs_per_session", "max_events"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise UserError(
+                    f"EventRetention.{name} must be an int >= 0, got {value!r}",
+                    hint="0 keeps only the live runs' events",
+                )
 
 
 def _safe(value: Any) -> Any:

@@ -30,6 +30,8 @@ from lovia.messages import Message, assistant, user
 from lovia.parts import text_of
 from lovia.transcript import AssistantTextEntry, InputEntry, TranscriptEntry
 
+from .store.sql import well_formed
+
 if TYPE_CHECKING:
     from lovia.agent import Agent
     from lovia.providers.base import Provider
@@ -104,7 +106,7 @@ def last_exchange(entries: Sequence[TranscriptEntry]) -> list[Message]:
 
 
 def _one(line: str) -> str:
-    text = " ".join(line.split())
+    text = " ".join(well_formed(line).split())
     previous = None
     while previous != text:
         previous = text

@@ -235,12 +235,13 @@ class SessionPatch(_Body):
     """``PATCH /api/sessions/{id}``: rename and/or pin (at least one field)."""
 
     title: str | None = Field(default=None, min_length=1, max_length=200)
-    pinned: bool | None = None
+    pinned: bool | None = Field(default=None, strict=True)
 
     @field_validator("title")
     @classmethod
     def _title_not_blank(cls, value: str | None) -> str | None:
-        return None if value is None else _not_blank(value).strip()
+        # The store drops NULs, so a title of only NULs and blanks would land empty.
+        return None if value is None else _not_blank(value.replace("\x00", "")).strip()
 
     @model_validator(mode="after")
     def _something(self) -> SessionPatch:

@@ -42,14 +42,15 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 from lovia.checkpointer import CheckpointOptions
 from lovia.events import ApprovalRequired, RunCompleted, RunFailed
-from lovia.exceptions import RunCancelled, UserError
+from lovia.exceptions import RunBusyError, RunCancelled, UserError
 from lovia.messages import user
 from lovia.parts import ContentPart, text_of
 from lovia.runner import RunInput, Runner
@@ -187,6 +188,8 @@ class RunSupervisor:
         self.budget = budget
         self._live: dict[str, LiveRun] = {}
         self._blocking: set[str] = set()
+        self._exclusive: set[str] = set()
+        """Chats a rewind or a delete is changing: no run starts in them meanwhile."""
         self._closing = False
         # Steering ids: unique across runs, and (seeded from the clock) across restarts.
         self._inject_ids = itertools.count(time.time_ns() // 1_000_000)
@@ -207,8 +210,12 @@ class RunSupervisor:
         return list(self._live.values())
 
     def busy(self, session_id: str) -> bool:
-        """Whether a live run or a blocking chat owns the session right now."""
-        return session_id in self._live or session_id in self._blocking
+        """Whether a live run, a blocking chat, or a rewind or delete owns the session now."""
+        return (
+            session_id in self._live
+            or session_id in self._blocking
+            or session_id in self._exclusive
+        )
 
     async def resolve_agent(self, session_id: str | None, requested: str | None) -> str:
         """The agent a message to ``session_id`` runs with: the chat's stored agent while this
@@ -229,6 +236,21 @@ class RunSupervisor:
 
     def _fresh_budget(self) -> RunBudget | None:
         return self.budget.fresh() if self.budget is not None else None
+
+    @contextmanager
+    def exclusive(self, session_id: str) -> Iterator[None]:
+        """Hold off new runs of the chat (``start`` raises ``RunConflict``) while a rewind
+        or a delete changes it. Raises ``RunConflict`` if a run of it is live already."""
+        if self.busy(session_id):
+            raise RunConflict(
+                f"session {session_id!r} has a live run",
+                hint="cancel it or wait until it is done",
+            )
+        self._exclusive.add(session_id)
+        try:
+            yield
+        finally:
+            self._exclusive.discard(session_id)
 
     # -- start -----------------------------------------------------------------------------
 
@@ -305,12 +327,15 @@ class RunSupervisor:
         run_id = meta.active_run_id
         snapshot = await self.store.checkpointer.load(run_id)
         if snapshot is None:  # died before its first save
-            await self.store.set_active_run(session_id, None, expected=run_id)
+            await self._end_unsaved(session_id, run_id)
             return None
         if session_id in self._live:  # a concurrent start or resume got there first
             return self._live[session_id]
         if session_id in self._blocking:  # a blocking chat took it meanwhile
             return None
+        await self._require_unheld(session_id, run_id)
+        if session_id in self._live:
+            return self._live[session_id]
         if self._closing or len(self._live) >= self.max_background_runs:
             raise CapacityExceeded(
                 f"no free slot to resume run {run_id!r}", hint="retry when a run has finished"
@@ -332,6 +357,44 @@ class RunSupervisor:
             prompt=prompt,
         )
 
+    async def _end_unsaved(self, session_id: str, run_id: str) -> None:
+        """End a run that died before its first checkpoint (it cannot resume): its log gets
+        ``error`` and ``done`` (``failed``), so a watcher stops reconnecting, and its record
+        says ``failed``. Only the caller that clears the chat's pointer does it."""
+        if not await self.store.set_active_run(session_id, None, expected=run_id):
+            return
+        error = {
+            "type": "RunInterrupted",
+            "message": "the server stopped before the run saved any progress",
+        }
+        last = await self.store.last_seq(run_id)
+        if last:
+            await self.store.append_events(
+                session_id,
+                [
+                    EventRecord(run_id, last + 1, "error", error),
+                    EventRecord(run_id, last + 2, "done", done_record("failed")),
+                ],
+            )
+        await self.store.record_run_finished(
+            run_id, status="failed", error=f"{error['type']}: {error['message']}"
+        )
+
+    async def _require_unheld(self, session_id: str, run_id: str) -> None:
+        """Raise ``RunConflict`` when another server process on this database is running
+        ``run_id`` (it holds the run's lease): resuming it here would run it twice."""
+        lease = getattr(self.store.checkpointer, "lease", None)
+        if lease is None:
+            return
+        try:
+            async with lease(run_id, wait=False):
+                pass
+        except RunBusyError:
+            raise RunConflict(
+                f"run {run_id!r} of session {session_id!r} is live in another server process",
+                hint="send the message to that server, or wait until the run is done",
+            ) from None
+
     async def _launch(
         self,
         session_id: str,
@@ -345,6 +408,10 @@ class RunSupervisor:
         prompt: list[dict[str, Any]] | None = None,
         runner_agent: Agent[Any] | None = None,
     ) -> LiveRun:
+        if session_id in self._exclusive:
+            raise RunConflict(
+                f"session {session_id!r} is being rewound or deleted", hint="retry in a moment"
+            )
         # Reserve the slot before the first await, so a concurrent start attaches to it.
         run = LiveRun(
             run_id=resume_run or uuid4().hex,

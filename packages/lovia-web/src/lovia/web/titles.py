@@ -64,7 +64,8 @@ def _cut(text: str, limit: int) -> str:
 
 def provisional_title(message: str) -> str:
     """The first message as a title: one line, at most ``TITLE_CHARS`` characters."""
-    line = " ".join(message.split())
+    printable = "".join(ch if ch.isprintable() else " " for ch in message)
+    line = " ".join(printable.split())
     return _cut(line, TITLE_CHARS) if line else _BLANK_TITLE
 
 

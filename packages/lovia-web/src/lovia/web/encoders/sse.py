@@ -12,16 +12,19 @@ from typing import Any
 from sse_starlette import ServerSentEvent
 
 from ..eventlog import EventRecord
+from ..store.sql import well_formed
 
-__all__ = ["session_frame", "snapshot_frame", "sse_frame"]
+__all__ = ["json_data", "session_frame", "snapshot_frame", "sse_frame"]
 
 
-def _json(data: dict[str, Any]) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+def json_data(data: dict[str, Any]) -> str:
+    """``data`` as one line of JSON that UTF-8 can carry (a lone surrogate from a model
+    becomes U+FFFD instead of failing the stream)."""
+    return well_formed(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
 
 
 def sse_frame(record: EventRecord) -> ServerSentEvent:
-    return ServerSentEvent(data=_json(record.data), event=record.type, id=str(record.seq))
+    return ServerSentEvent(data=json_data(record.data), event=record.type, id=str(record.seq))
 
 
 def session_frame(
@@ -29,9 +32,9 @@ def session_frame(
 ) -> ServerSentEvent:
     """The first frame of a stream; its ``id`` is the position the stream resumes after."""
     data = {"session_id": session_id, "run_id": run_id, "attached": attached}
-    return ServerSentEvent(data=_json(data), event="session", id=str(after))
+    return ServerSentEvent(data=json_data(data), event="session", id=str(after))
 
 
 def snapshot_frame(data: dict[str, Any]) -> ServerSentEvent:
     """A reconnect's ``snapshot``: no ``id``, so it leaves the client's last id alone."""
-    return ServerSentEvent(data=_json(data), event="snapshot")
+    return ServerSentEvent(data=json_data(data), event="snapshot")

@@ -10,7 +10,6 @@ fetches a fresh snapshot. Closing the connection unsubscribes it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,6 +17,7 @@ from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..deps import State
+from ..encoders.sse import json_data
 from ..errors import NotFound
 from ..lifecycle import LifecycleBus
 from ..models import error_responses
@@ -43,7 +43,7 @@ async def lifecycle_frames(bus: LifecycleBus) -> AsyncIterator[ServerSentEvent]:
         async for event in sub:
             data = {**event.data, "seq": event.seq, "at": event.at}
             yield ServerSentEvent(
-                data=json.dumps(data, ensure_ascii=False, separators=(",", ":")),
+                data=json_data(data),
                 event=event.kind,
                 id=str(event.seq),
             )

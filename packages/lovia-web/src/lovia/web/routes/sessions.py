@@ -17,7 +17,7 @@ from lovia.transcript import InputEntry, ToolResultEntry, TranscriptEntry, entry
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..deps import State, WebState
-from ..errors import NotFound, RunConflict, WebError
+from ..errors import NotFound, WebError
 from ..export import export_session
 from ..models import (
     SESSION_ID_PATTERN,
@@ -28,6 +28,7 @@ from ..models import (
     error_responses,
 )
 from ..store.base import ChatMeta
+from ..store.sql import well_formed
 
 __all__ = [
     "DeletedSessions",
@@ -126,9 +127,20 @@ def _publish(state: WebState, kind: str, data: dict[str, Any]) -> None:
         state.lifecycle.bus.publish(kind, data)
 
 
+def _utf8_safe(value: Any) -> Any:
+    """``value`` with every string well-formed (a model may have sent a lone surrogate)."""
+    if isinstance(value, str):
+        return well_formed(value)
+    if isinstance(value, dict):
+        return {well_formed(k): _utf8_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_utf8_safe(v) for v in value]
+    return value
+
+
 def _entry_json(session_id: str, entry: TranscriptEntry) -> dict[str, Any]:
     """An entry as JSON; a tool result's inline images become links to ``tool_image``."""
-    data = entry_to_dict(entry)
+    data: dict[str, Any] = _utf8_safe(entry_to_dict(entry))
     if isinstance(entry, ToolResultEntry) and entry.parts:
         parts, index = [], 0
         for part, raw in zip(entry.parts, data["parts"], strict=True):
@@ -199,7 +211,8 @@ async def delete_session(state: State, session_id: str = _SESSION_ID) -> Respons
     """Stop the chat's live run (waiting for it to end), then delete everything it owns."""
     await _meta(state, session_id)
     await state.supervisor.stop(session_id)
-    await state.store.delete_session(session_id)
+    with state.supervisor.exclusive(session_id):  # no new run writes into it meanwhile
+        await state.store.delete_session(session_id)
     return Response(status_code=204)
 
 
@@ -223,20 +236,21 @@ async def rewind_session(
     if live is not None and live.stop_reason is not None and live.task is not None:
         # Already winding down (cancelled): give it a moment to finish writing.
         await asyncio.wait({live.task}, timeout=_REWIND_DRAIN_SECONDS)
-        live = state.supervisor.live(session_id)
-    if live is not None:
-        raise RunConflict(
-            f"session {session_id!r} has a live run", hint="cancel it or wait until it is done"
-        )
+    with state.supervisor.exclusive(session_id):  # 409 while a run is live; none starts
+        return await _rewind(state, meta, body.user_turn)
+
+
+async def _rewind(state: WebState, meta: ChatMeta, user_turn: int) -> RewindResult:
+    session_id = meta.id
     entries = await state.store.session.load(session_id)
     users = [i for i, e in enumerate(entries) if isinstance(e, InputEntry) and e.role == "user"]
-    if body.user_turn >= len(users):
+    if user_turn >= len(users):
         raise UserError(
             f"body.user_turn: the chat has {len(users)} user message(s), "
             f"so user_turn must be below {len(users)}",
             hint="user_turn counts the chat's user messages from 0",
         )
-    keep = users[body.user_turn]
+    keep = users[user_turn]
     dropped = entries[keep]
     assert isinstance(dropped, InputEntry)
     if meta.active_run_id is not None:
@@ -247,7 +261,7 @@ async def rewind_session(
     removed = await state.store.rewind_session(session_id, keep_entries=keep)
     return RewindResult(
         session_id=session_id,
-        user_turn=body.user_turn,
+        user_turn=user_turn,
         removed=removed,
         message=text_of(dropped.content),
     )

@@ -45,7 +45,15 @@ if TYPE_CHECKING:
     from lovia.checkpointer import Checkpointer
     from lovia.session import Session
 
-__all__ = ["ChatSQL", "SCHEMA_VERSION", "SQLChatStore", "clean_text", "migrate", "store_from_url"]
+__all__ = [
+    "ChatSQL",
+    "SCHEMA_VERSION",
+    "SQLChatStore",
+    "clean_text",
+    "migrate",
+    "store_from_url",
+    "well_formed",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -299,13 +307,17 @@ def migrate(sql: Statements) -> Script[None]:
 # -- values in and out ----------------------------------------------------------------------
 
 
-def clean_text(text: str) -> str:
-    """``text`` as every database can keep it: NUL removed, a lone surrogate replaced."""
-    text = text.replace("\x00", "")
+def well_formed(text: str) -> str:
+    """``text`` as UTF-8 can carry it: surrogate pairs written as two code points join up
+    again, and a lone surrogate becomes U+FFFD."""
     if text.isascii():
         return text
-    # Surrogate pairs written as two code points join up again; a lone one becomes U+FFFD.
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def clean_text(text: str) -> str:
+    """``text`` as every database can keep it: NUL removed, a lone surrogate replaced."""
+    return well_formed(text.replace("\x00", ""))
 
 
 def _require_id(name: str, value: object) -> None:

@@ -1,0 +1,5 @@
+"""The PostgreSQL fixtures of the store tests, for the probes that run on both databases."""
+
+from __future__ import annotations
+
+from ..store.conftest import pg_dsn, pg_dsn_or_none, pg_schema  # noqa: F401  (fixtures)
