@@ -188,6 +188,8 @@ class RunSupervisor:
         self.budget = budget
         self._live: dict[str, LiveRun] = {}
         self._blocking: set[str] = set()
+        self._resuming: dict[str, tuple[asyncio.Lock, int]] = {}
+        """Per chat: the lock its resumes take, and how many callers hold or wait for it."""
         self._exclusive: set[str] = set()
         """Chats a rewind or a delete is changing: no run starts in them meanwhile."""
         self._closing = False
@@ -321,6 +323,23 @@ class RunSupervisor:
         live = self._live.get(session_id)
         if live is not None or session_id in self._blocking:
             return live
+        # One resume of a chat at a time in this process: concurrent reconnects wait and then
+        # find the run live, instead of colliding on the run's lease probe below.
+        lock, users = self._resuming.get(session_id, (asyncio.Lock(), 0))
+        self._resuming[session_id] = (lock, users + 1)
+        try:
+            async with lock:
+                return await self._resume_now(session_id)
+        finally:
+            lock, users = self._resuming[session_id]
+            if users == 1:
+                del self._resuming[session_id]
+            else:
+                self._resuming[session_id] = (lock, users - 1)
+
+    async def _resume_now(self, session_id: str) -> LiveRun | None:
+        if session_id in self._live or session_id in self._blocking:
+            return self._live.get(session_id)
         meta = await self.store.get_session(session_id)
         if meta is None or meta.active_run_id is None or session_id in self._live:
             return self._live.get(session_id)
