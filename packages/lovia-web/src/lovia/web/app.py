@@ -366,12 +366,15 @@ def create_app(
     install_error_handlers(app)
     app.include_router(info.health_router)
     unauthorized = error_responses(401) if guard else None
-    app.include_router(_api_router(state, background), dependencies=guard, responses=unauthorized)
+    gate: list[Any] = []
     if config_runtime is not None:
         from .routes import config
 
+        gate = [Depends(config.setup_gate(config_runtime))]  # after the auth: 401 first
+    api = _api_router(state, background)
+    app.include_router(api, dependencies=[*guard, *gate], responses=unauthorized)
+    if config_runtime is not None:
         app.include_router(config.router, dependencies=guard, responses=unauthorized)
-        config.install_setup_gate(app, config_runtime)
     if ui:
         _mount_ui(app, state)
     if origins:
