@@ -95,3 +95,26 @@ async def test_hostile_model_output_and_titles_never_execute(page: Any, serve_ui
     assert live == {"handlers": [], "scripts": 0, "links": []}, live
     assert await p.locator("#app img").count() == 0
     assert violations == []
+
+
+async def test_a_history_longer_than_one_render_call_still_renders(
+    page: Any, serve_ui: Any
+) -> None:
+    turns = 205  # more texts than one POST /api/render takes (200)
+    server = await serve_ui(scripted_agent(*(text(f"answer **{n}**") for n in range(turns))))
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        sid = None
+        for n in range(turns):
+            body: dict[str, Any] = {"message": f"q{n}"}
+            if sid is not None:
+                body["session_id"] = sid
+            answer = await client.post("/api/chat", json=body)
+            assert answer.status_code == 200, answer.text
+            sid = answer.json()["session_id"]
+    p = page.page
+    await p.goto(server.url)
+    await p.wait_for_selector("body[data-ready='1']")
+    await p.locator("#session-list li").first.click()
+    last = p.locator(".msg.assistant .md strong", has_text=str(turns - 1))
+    await last.wait_for(timeout=20_000)
+    assert await p.locator(".msg.assistant .md strong").count() == turns
