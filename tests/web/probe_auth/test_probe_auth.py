@@ -34,3 +34,18 @@ async def test_an_unconfigured_server_asks_for_the_token_before_it_names_the_set
     bearer = {"Authorization": f"Bearer {TOKEN}"}
     gated = await client.post("/api/chat", json={"message": "hi"}, headers=bearer)
     assert gated.status_code == 503 and gated.json()["hint"]
+
+
+async def test_a_wrong_token_link_is_the_same_401_as_the_api_s(
+    asgi_client: Any, tmp_path: Path
+) -> None:
+    agent = Agent("helper", model=ScriptedProvider([text("ok")]))
+    app = create_app(agent, db_path=tmp_path / "chat.db", token=TOKEN, generate_titles=False)
+    client: httpx.AsyncClient = await asgi_client(app)
+    api = await client.get("/api/info")
+    for given in ("nope", "", TOKEN + "x", "\x00", "é" * 1000):
+        link = await client.get("/", params={"token": given})
+        assert link.status_code == 401 and "set-cookie" not in link.headers
+        assert link.json() == api.json()
+        assert link.headers["www-authenticate"] == "Bearer"
+        assert link.headers["cache-control"] == "no-store"

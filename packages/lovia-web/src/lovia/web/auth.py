@@ -26,6 +26,8 @@ from starlette.datastructures import QueryParams
 from starlette.responses import JSONResponse, RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .models import ErrorBody
+
 __all__ = [
     "TOKEN_COOKIE",
     "TokenLinkMiddleware",
@@ -211,9 +213,12 @@ class TokenLinkMiddleware:
             return
         given = query.get("token", "").strip()
         if not token_matches(self.token, given):
-            await JSONResponse({"detail": UNAUTHORIZED_DETAIL}, status_code=401)(
-                scope, receive, send
+            refused = JSONResponse(
+                ErrorBody(detail=UNAUTHORIZED_DETAIL).model_dump(exclude_none=True),
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer", "Cache-Control": "no-store"},
             )
+            await refused(scope, receive, send)
             return
         rest = QueryParams([(k, v) for k, v in query.multi_items() if k != "token"])
         target = scope.get("root_path", "") + "/" + (f"?{rest}" if rest else "")
