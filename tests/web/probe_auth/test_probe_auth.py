@@ -49,3 +49,30 @@ async def test_a_wrong_token_link_is_the_same_401_as_the_api_s(
         assert link.json() == api.json()
         assert link.headers["www-authenticate"] == "Bearer"
         assert link.headers["cache-control"] == "no-store"
+
+
+async def test_another_site_cannot_post_a_form_to_an_open_server(
+    asgi_client: Any, tmp_path: Path
+) -> None:
+    from lovia import Workspace
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    agent = Agent("helper", model=ScriptedProvider([text("ok")]), workspace=Workspace.local(root))
+    app = create_app(agent, db_path=tmp_path / "chat.db", generate_titles=False)
+    client: httpx.AsyncClient = await asgi_client(app)
+    files = {"file": ("note.txt", b"dropped by another site", "text/plain")}
+    host = {"Host": "127.0.0.1:8000"}
+    evil = await client.post(
+        "/api/workspace/upload", files=files, headers={**host, "Origin": "https://evil.example"}
+    )
+    assert evil.status_code == 403, evil.text
+    assert not (root / "uploads").exists() or not any((root / "uploads").iterdir())
+    dream = await client.post("/api/memory/dream", headers={**host, "Origin": "null"})
+    assert dream.status_code == 403
+    own = await client.post(
+        "/api/workspace/upload", files=files, headers={**host, "Origin": "http://127.0.0.1:8000"}
+    )
+    assert own.status_code == 201, own.text
+    cli = await client.post("/api/workspace/upload", files=files, headers=host)  # no Origin
+    assert cli.status_code == 201

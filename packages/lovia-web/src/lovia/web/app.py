@@ -31,6 +31,7 @@ from . import subagents
 from .approvals import ApprovalRegistry
 from .auth import (
     TokenLinkMiddleware,
+    cross_site_guard,
     custom_auth_dependency,
     generate_token,
     is_loopback,
@@ -372,9 +373,11 @@ def create_app(
 
         gate = [Depends(config.setup_gate(config_runtime))]  # after the auth: 401 first
     api = _api_router(state, background)
-    app.include_router(api, dependencies=[*guard, *gate], responses=unauthorized)
+    # An open server refuses other sites' forms and body-less posts (no CORS preflight).
+    open_api = [] if guard else [Depends(cross_site_guard(origins))]
+    app.include_router(api, dependencies=[*guard, *open_api, *gate], responses=unauthorized)
     if config_runtime is not None:
-        app.include_router(config.router, dependencies=guard, responses=unauthorized)
+        app.include_router(config.router, dependencies=[*guard, *open_api], responses=unauthorized)
     if ui:
         _mount_ui(app, state)
     if origins:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from fastapi import Depends, HTTPException, Request
@@ -33,6 +33,7 @@ __all__ = [
     "TokenLinkMiddleware",
     "authenticated",
     "credential_of",
+    "cross_site_guard",
     "custom_auth_dependency",
     "generate_token",
     "host_of_header",
@@ -190,6 +191,35 @@ async def rebinding_guard(request: Request) -> None:
             detail="refused: this server has no authentication and the request's Host header "
             "is not a loopback name (a possible DNS-rebinding attack)",
         )
+
+
+def cross_site_guard(allowed_origins: Sequence[str] = ()) -> Callable[[Request], Awaitable[None]]:
+    """A dependency for an *unauthenticated* API: 403 for a state-changing request whose
+    ``Origin`` is another site's (not this server's own, nor one of ``allowed_origins``).
+
+    Without it, any page the user visits could post a form (a file upload) or a body-less
+    request to an open loopback server: a browser sends those without a CORS preflight.
+    A request without ``Origin`` (a CLI, a script) is not a browser's cross-site one.
+    """
+    allowed = frozenset(o.rstrip("/").lower() for o in allowed_origins)
+
+    async def refuse_cross_site(request: Request) -> None:
+        origin = request.headers.get("origin")
+        if request.method in _SAFE_METHODS or origin is None or authenticated(request):
+            return
+        origin = origin.strip().rstrip("/").lower()
+        if "*" in allowed or origin in allowed:
+            return
+        host = (request.headers.get("host") or "").strip().lower()
+        if host and origin in (f"http://{host}", f"https://{host}"):
+            return
+        raise HTTPException(
+            403,
+            detail="refused: a page of another origin may not change this server "
+            "(it has no authentication)",
+        )
+
+    return refuse_cross_site
 
 
 class TokenLinkMiddleware:
