@@ -31,6 +31,7 @@ from . import subagents
 from .approvals import ApprovalRegistry
 from .auth import (
     TokenLinkMiddleware,
+    cross_site_guard,
     custom_auth_dependency,
     generate_token,
     is_loopback,
@@ -366,12 +367,17 @@ def create_app(
     install_error_handlers(app)
     app.include_router(info.health_router)
     unauthorized = error_responses(401) if guard else None
-    app.include_router(_api_router(state, background), dependencies=guard, responses=unauthorized)
+    gate: list[Any] = []
     if config_runtime is not None:
         from .routes import config
 
-        app.include_router(config.router, dependencies=guard, responses=unauthorized)
-        config.install_setup_gate(app, config_runtime)
+        gate = [Depends(config.setup_gate(config_runtime))]  # after the auth: 401 first
+    api = _api_router(state, background)
+    # An open server refuses other sites' forms and body-less posts (no CORS preflight).
+    open_api = [] if guard else [Depends(cross_site_guard(origins))]
+    app.include_router(api, dependencies=[*guard, *open_api, *gate], responses=unauthorized)
+    if config_runtime is not None:
+        app.include_router(config.router, dependencies=[*guard, *open_api], responses=unauthorized)
     if ui:
         _mount_ui(app, state)
     if origins:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from fastapi import Depends, HTTPException, Request
@@ -26,11 +26,14 @@ from starlette.datastructures import QueryParams
 from starlette.responses import JSONResponse, RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .models import ErrorBody
+
 __all__ = [
     "TOKEN_COOKIE",
     "TokenLinkMiddleware",
     "authenticated",
     "credential_of",
+    "cross_site_guard",
     "custom_auth_dependency",
     "generate_token",
     "host_of_header",
@@ -190,6 +193,35 @@ async def rebinding_guard(request: Request) -> None:
         )
 
 
+def cross_site_guard(allowed_origins: Sequence[str] = ()) -> Callable[[Request], Awaitable[None]]:
+    """A dependency for an *unauthenticated* API: 403 for a state-changing request whose
+    ``Origin`` is another site's (not this server's own, nor one of ``allowed_origins``).
+
+    Without it, any page the user visits could post a form (a file upload) or a body-less
+    request to an open loopback server: a browser sends those without a CORS preflight.
+    A request without ``Origin`` (a CLI, a script) is not a browser's cross-site one.
+    """
+    allowed = frozenset(o.rstrip("/").lower() for o in allowed_origins)
+
+    async def refuse_cross_site(request: Request) -> None:
+        origin = request.headers.get("origin")
+        if request.method in _SAFE_METHODS or origin is None or authenticated(request):
+            return
+        origin = origin.strip().rstrip("/").lower()
+        if "*" in allowed or origin in allowed:
+            return
+        host = (request.headers.get("host") or "").strip().lower()
+        if host and origin in (f"http://{host}", f"https://{host}"):
+            return
+        raise HTTPException(
+            403,
+            detail="refused: a page of another origin may not change this server "
+            "(it has no authentication)",
+        )
+
+    return refuse_cross_site
+
+
 class TokenLinkMiddleware:
     """``GET /?token=<server token>``: set the ``lovia_token`` cookie (HttpOnly,
     SameSite=Strict) and redirect to ``/`` without the token; a wrong token gets 401.
@@ -211,9 +243,12 @@ class TokenLinkMiddleware:
             return
         given = query.get("token", "").strip()
         if not token_matches(self.token, given):
-            await JSONResponse({"detail": UNAUTHORIZED_DETAIL}, status_code=401)(
-                scope, receive, send
+            refused = JSONResponse(
+                ErrorBody(detail=UNAUTHORIZED_DETAIL).model_dump(exclude_none=True),
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer", "Cache-Control": "no-store"},
             )
+            await refused(scope, receive, send)
             return
         rest = QueryParams([(k, v) for k, v in query.multi_items() if k != "token"])
         target = scope.get("root_path", "") + "/" + (f"?{rest}" if rest else "")

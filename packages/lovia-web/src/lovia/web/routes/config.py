@@ -4,7 +4,7 @@ agent is the CLI's default agent, i.e. one built with a ``ConfigRuntime``).
 Reads never show a key (``{set, hint}``) and are not cached. Writes to a server without
 authentication whose ``Host`` is not a loopback name are refused (403, ``rebinding_guard``):
 a DNS-rebinding page must not reconfigure a local server; token auth lifts the guard. While
-no model is configured, the chat endpoints answer 503 with a hint (``install_setup_gate``).
+no model is configured, the chat endpoints answer 503 with a hint (``setup_gate``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, FastAPI, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Depends, Request, Response
 
 from ..auth import rebinding_guard
 from ..config.probe import ProbeResult
@@ -26,18 +25,19 @@ from ..config.runtime import (
     TestRequest,
 )
 from ..deps import State
-from ..errors import NotFound
-from ..models import ErrorBody, error_responses
+from ..errors import NotFound, WebError
+from ..models import error_responses
 
 __all__ = [
+    "SetupRequired",
     "add_model",
     "delete_model",
     "get_config",
-    "install_setup_gate",
     "router",
     "runtime_of",
     "set_roles",
     "set_search",
+    "setup_gate",
     "test_connection",
     "update_model",
 ]
@@ -104,21 +104,27 @@ async def test_connection(body: TestRequest, runtime: Runtime, response: Respons
 _BLOCKED_PREFIX = "/api/chat"
 
 
-def install_setup_gate(app: FastAPI, runtime: ConfigRuntime) -> None:
-    """Answer 503 to the chat endpoints while no model is configured."""
+class SetupRequired(WebError):
+    """A chat request while no model is configured yet."""
 
-    @app.middleware("http")
-    async def setup_gate(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
+    status = 503
+
+
+def setup_gate(runtime: ConfigRuntime) -> Callable[[Request], Awaitable[None]]:
+    """A dependency answering 503 to the chat endpoints while no model is configured. It
+    guards the API router after the server's auth, so an unauthenticated client gets its
+    401 and learns nothing about the setup."""
+
+    async def require_a_model(request: Request) -> None:
+        path = request.url.path
         if (
             not runtime.configured
             and request.method == "POST"
-            and (request.url.path == _BLOCKED_PREFIX or request.url.path.startswith("/api/chat/"))
+            and (path == _BLOCKED_PREFIX or path.startswith(_BLOCKED_PREFIX + "/"))
         ):
-            body = ErrorBody(
-                detail="no model is configured yet",
+            raise SetupRequired(
+                "no model is configured yet",
                 hint="open the server's page to add a model, or POST /api/config/models",
             )
-            return JSONResponse(body.model_dump(exclude_none=True), status_code=503)
-        return await call_next(request)
+
+    return require_a_model

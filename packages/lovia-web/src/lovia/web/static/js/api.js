@@ -88,12 +88,33 @@ export async function readStream(response, onFrame, signal) {
   }
 }
 
-/** Markdown to sanitised HTML on the server, in one call for many texts. */
+// POST /api/render's limits (docs/ui.md): texts per call, characters per text and per call.
+const RENDER_TEXTS = 200;
+const RENDER_TEXT_CHARS = 400000;
+const RENDER_CHARS = 1000000;
+
+/** Markdown to sanitised HTML on the server, in as few calls as its limits allow. A text
+ * longer than one call takes is rendered cut at that length. */
 export async function render(texts) {
-  if (!texts.length) return [];
-  const result = await post("/api/render", {
-    texts,
-    workspace_images: has("/api/workspace/raw"),
-  });
-  return result.html;
+  const html = [];
+  let batch = [];
+  let chars = 0;
+  const flush = async () => {
+    if (!batch.length) return;
+    const result = await post("/api/render", {
+      texts: batch,
+      workspace_images: has("/api/workspace/raw"),
+    });
+    html.push(...result.html);
+    batch = [];
+    chars = 0;
+  };
+  for (const full of texts) {
+    const text = full.length > RENDER_TEXT_CHARS ? full.slice(0, RENDER_TEXT_CHARS) : full;
+    if (batch.length === RENDER_TEXTS || chars + text.length > RENDER_CHARS) await flush();
+    batch.push(text);
+    chars += text.length;
+  }
+  await flush();
+  return html;
 }
