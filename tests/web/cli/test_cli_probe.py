@@ -9,7 +9,8 @@ import pytest
 from lovia.exceptions import UserError
 from pydantic import ValidationError
 
-from tests.web.cli.conftest import Dirs, run_lovia
+from tests.core.providers.conftest import Server
+from tests.web.cli.conftest import Dirs, WebProcess, run_lovia, start_web
 
 
 def _usage_error(result: object, needle: str) -> None:
@@ -59,3 +60,42 @@ def test_an_async_factory_is_named_without_a_runtime_warning(
     result = run_lovia(dirs, "web", "--app", "fac:make")
     _usage_error(result, "coroutine")
     assert "RuntimeWarning" not in result.stderr
+
+
+def test_a_saved_key_is_in_no_answer_and_no_debug_log(
+    dirs: Dirs, web: list[WebProcess], llmock: Server
+) -> None:
+    import httpx
+
+    process = start_web(dirs, "--log-level", "debug", "--no-memory")
+    web.append(process)
+    process.wait_ready()
+    client = process.client
+    secret = "sk-probe-secret-98765"
+    refused = client.post(
+        "/api/config/models",
+        json={"model": "gpt-4o-mini", "base_url": llmock.url + "/v1", "api_key": secret},
+        headers={"Host": "evil.example"},
+    )
+    assert refused.status_code == 403
+    saved = client.post(
+        "/api/config/models",
+        json={"model": "gpt-4o-mini", "base_url": llmock.url + "/v1", "api_key": secret},
+    )
+    assert saved.status_code == 201 and secret not in saved.text
+    httpx.post(
+        llmock.url + "/_llmock/scenario",
+        json={"behaviors": [{"type": "reply", "text": "hi", "times": None}]},
+        timeout=10,
+    ).raise_for_status()
+    with client.stream("POST", "/api/chat/stream", json={"message": "hello"}) as response:
+        assert response.status_code == 200
+        body = "".join(response.iter_text())
+    assert "event: done" in body and secret not in body
+    assert secret not in client.get("/api/config").text
+    bad = client.put(
+        "/api/config/models/gpt-4o-mini", json={"model": "m", "api_key": secret + " x"}
+    )
+    assert bad.status_code == 422 and secret not in bad.text
+    assert process.stop() == 0
+    assert secret not in process.output() and "Traceback" not in process.output()
