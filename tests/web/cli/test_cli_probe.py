@@ -99,3 +99,13 @@ def test_a_saved_key_is_in_no_answer_and_no_debug_log(
     assert bad.status_code == 422 and secret not in bad.text
     assert process.stop() == 0
     assert secret not in process.output() and "Traceback" not in process.output()
+
+
+def test_a_422_for_a_bad_write_reads_plainly() -> None:
+    from lovia.web.config.files import config_error
+    from lovia.web.config.schema import WebConfig
+
+    with pytest.raises(ValidationError) as caught:
+        WebConfig.model_validate({"roles": {"chat": "nope"}})
+    message = config_error(caught.value, where=None).message
+    assert message == "invalid configuration: roles.chat names an unknown model id 'nope'"
