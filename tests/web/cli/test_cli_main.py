@@ -21,6 +21,8 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in list(__import__("os").environ):
         if name.startswith("LOVIA_"):
             monkeypatch.delenv(name)
+    # serve_app is faked here: the port a test names need not be free on this machine
+    monkeypatch.setattr(cli, "_ensure_bindable", lambda host, port: None)
     return project
 
 

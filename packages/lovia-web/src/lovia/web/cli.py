@@ -569,6 +569,30 @@ def main(argv: Sequence[str] | None = None, prog: str = "lovia web") -> int:
         return 130
 
 
+def _ensure_bindable(host: str, port: int) -> None:
+    """A ``UserError`` now, before the banner, when ``host:port`` cannot be listened on."""
+    import errno
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+            probe.bind(address)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise UserError(
+                f"port {port} is already in use on {host}",
+                hint="stop the other server or pass another --port (or LOVIA_PORT)",
+            ) from None
+        raise UserError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            hint="check --host and --port (or LOVIA_HOST and LOVIA_PORT)",
+        ) from None
+
+
 def _main(args: argparse.Namespace, prog: str) -> int:
     settings = resolve_settings(args)
     logging.basicConfig(
@@ -594,10 +618,13 @@ def _main(args: argparse.Namespace, prog: str) -> int:
         db.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"cannot create {db.parent}: {exc.strerror}", hint="pass --db") from None
+    if db.is_dir():
+        raise UserError(f"the chat database {db} is a directory", hint="pass a file path to --db")
     store = ChatStore.sqlite(str(db))
     served = (
         _app_server(settings, store) if loaded is None else _default_server(settings, store, loaded)
     )
+    _ensure_bindable(settings.host, settings.port)
     exposed = not _is_loopback(settings.host)
     _say(f"lovia web: serving at {_browsable(settings.host, settings.port)}")
     for line in served.summary:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import logging
 import os
 import sys
@@ -388,7 +389,7 @@ def load_app_target(target: str) -> Agent[Any] | dict[str, Agent[Any]]:
     attribute, or anything of another type.
     """
     module_name, sep, attr = target.strip().partition(":")
-    if not sep or not module_name.strip() or not attr.strip():
+    if not sep or not module_name.strip() or not attr.strip() or ":" in attr:
         raise UserError(
             f"--app {target!r} must be MODULE:ATTR", hint="e.g. --app myproject.agents:agent"
         )
@@ -417,6 +418,12 @@ def load_app_target(target: str) -> Agent[Any] | dict[str, Agent[Any]]:
             raise UserError(
                 f"--app: the factory {target!r} raised {type(exc).__name__}: {exc}", hint=None
             ) from None
+    if inspect.iscoroutine(obj):
+        obj.close()  # never awaited: say so instead of a RuntimeWarning
+        raise UserError(
+            f"--app {target!r} is an async function (it gave a coroutine)",
+            hint="use a plain function that returns the Agent",
+        )
     if isinstance(obj, Agent):
         return obj
     if isinstance(obj, Mapping) and obj and all(isinstance(v, Agent) for v in obj.values()):

@@ -58,7 +58,7 @@ class ConfigFile:
     exists: bool
 
 
-def config_error(exc: ValidationError, *, where: str) -> UserError:
+def config_error(exc: ValidationError, *, where: str | None) -> UserError:
     """A ``UserError`` naming every invalid field (``models[0].flavor: ...``)."""
     parts = []
     for err in exc.errors():
@@ -68,7 +68,7 @@ def config_error(exc: ValidationError, *, where: str) -> UserError:
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
         parts.append(f"{loc}: {msg}" if loc else msg)
     return UserError(
-        f"invalid configuration in {where}: " + "; ".join(parts),
+        f"invalid configuration{f' in {where}' if where else ''}: " + "; ".join(parts),
         hint="fix the field named, or delete the file and configure the model again in the UI",
     )
 

@@ -283,7 +283,7 @@ class ConfigRuntime:
         try:
             config = WebConfig.model_validate(data)
         except ValidationError as exc:
-            raise config_error(exc, where="the configuration") from None
+            raise config_error(exc, where=None) from None
         agent = self._builder(config) if config.configured else None
         try:
             await asyncio.to_thread(save_config, config, self.path)

@@ -77,6 +77,8 @@ def normalise_base_url(value: str, flavor: str) -> str:
         raise ValueError("must be an http:// or https:// URL with a host")
     if parts.query or parts.fragment:
         raise ValueError("must not carry a query or a fragment")
+    if "@" in parts.netloc:
+        raise ValueError("must not carry credentials (user:password@); put the key in api_key")
     if flavor == "anthropic" and url.endswith("/v1"):
         url = url[: -len("/v1")]
     return url
@@ -174,7 +176,8 @@ class ModelProfile(_Doc):
         try:
             self.base_url = normalise_base_url(base, self.flavor)
         except ValueError as exc:
-            raise ValueError(f"base_url {base!r} {exc}") from None
+            shown = re.sub(r"//[^/@]*@", "//***@", base)  # a password is never echoed
+            raise ValueError(f"base_url {shown!r} {exc}") from None
         return self
 
     def connection(self) -> Connection:
