@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+from lovia import Agent
 from lovia.exceptions import UserError
-from lovia.testing import call, text
+from lovia.providers.base import ModelDelta, ModelSettings
+from lovia.testing import ScriptedProvider, call, text
+from lovia.tools.base import Tool
+from lovia.transcript import TranscriptEntry
 from lovia.web import (
     ApprovalRegistry,
     CapacityExceeded,
@@ -125,18 +131,45 @@ async def test_stop_waits_for_the_run_so_a_delete_leaves_nothing_behind(
     await supervisor.aclose()
 
 
+class _HeldProvider(ScriptedProvider):
+    """Holds its first model call until released: the turn's mailbox drain is already over."""
+
+    def __init__(self, *steps: Any) -> None:
+        super().__init__(list(steps))
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def stream(
+        self,
+        entries: Sequence[TranscriptEntry],
+        *,
+        tools: Sequence[Tool] = (),
+        response_format: dict[str, Any] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> AsyncIterator[ModelDelta]:
+        if not self.entered.is_set():
+            self.entered.set()
+            await self.release.wait()
+        deltas = super().stream(
+            entries, tools=tools, response_format=response_format, settings=settings
+        )
+        async for delta in deltas:
+            yield delta
+
+
 async def test_a_message_that_arrives_after_the_last_turn_chains_into_the_next_run(
     store: ChatStore,
 ) -> None:
-    agent = scripted_agent(text("first answer"), text("answer to the late one"))
-    supervisor = RunSupervisor({"helper": agent}, store)
+    model = _HeldProvider(text("first answer"), text("answer to the late one"))
+    supervisor = RunSupervisor({"helper": Agent(name="helper", model=model)}, store)
     started = await supervisor.start("hello")
     sid = started.run.session_id
-    async for record in supervisor.follow(started.run.run_id):
-        if record.type == "message_completed":  # the final reply: no turn will drain again
-            late = await supervisor.start("one more thing", session_id=sid)
-            assert late.attached
-        last = record
+    await asyncio.wait_for(model.entered.wait(), 10)  # the last turn's model call has begun
+    late = await supervisor.start("one more thing", session_id=sid)
+    assert late.attached
+    model.release.set()
+    records = [r async for r in supervisor.follow(started.run.run_id)]
+    last = records[-1]
     assert last.type == "done" and last.data["status"] == "completed"
     next_run_id = last.data["next_run_id"]
     chained = [r async for r in supervisor.follow(next_run_id)]

@@ -19,13 +19,14 @@ from ..conftest import Gate
 async def settle(app: Any) -> None:
     supervisor = app.state.lovia.supervisor
     for _ in range(1000):
-        tasks = [r.task for r in supervisor.live_runs() if r.task is not None]
         for plugin in (
             app.state.lovia_background.subagents.plugins
             if (app.state.lovia_background.subagents)
             else ()
         ):
             await asyncio.wait_for(plugin.drain(), 30)
+        # Read the live runs after draining: a delivery may just have started the parent.
+        tasks = [r.task for r in supervisor.live_runs() if r.task is not None]
         if not tasks:
             return
         await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 30)
