@@ -240,23 +240,33 @@ class RunSupervisor:
         agent: str | None = None,
         source: str = "chat",
         mailbox: Mailbox | None = None,
+        attach: bool = True,
     ) -> StartedRun:
         """Start a run of ``message`` in the session, or attach it to the session's live run.
 
         A session whose run a restart interrupted resumes that run first, and the message
         joins it. ``source`` tags the run (``"chat"``; a scheduler passes its own);
-        ``mailbox`` lets a caller keep the run's mailbox. Raises ``NotFound`` for an unknown
-        agent, ``RunConflict`` while a blocking chat holds the session and
-        ``CapacityExceeded`` when every slot is taken (or the server is shutting down).
+        ``mailbox`` lets a caller keep the run's mailbox. ``attach=False`` refuses a live run
+        (one this call did not resume) with ``RunConflict`` instead of attaching to it.
+        Raises ``NotFound`` for an unknown agent, ``RunConflict`` while a blocking chat holds
+        the session and ``CapacityExceeded`` when every slot is taken (or the server is
+        shutting down).
         """
         self._refuse_blocking(session_id)
         meta = None
+        resumed = None
         if session_id is not None and session_id not in self._live:
             meta = await self.store.get_session(session_id)
             if meta is not None and meta.active_run_id is not None:
-                await self.resume(session_id)  # an interrupted run continues; the message joins
+                # an interrupted run continues; the message joins
+                resumed = await self.resume(session_id)
         # From here to ``_launch``'s reservation nothing awaits: no other start can slip in.
         live = self._live.get(session_id) if session_id is not None else None
+        if live is not None and not attach and live is not resumed:
+            raise RunConflict(
+                f"session {session_id!r} already has a live run",
+                hint="wait for it to finish, or cancel it",
+            )
         if live is not None:  # a live run (maybe one another start launched meanwhile)
             live.mailbox.push(message)
             return StartedRun(live, attached=True)
