@@ -20,7 +20,8 @@ Rules it keeps:
   ``done`` and sends the next message starts a new run rather than attaching to a dying one.
 * Messages that reach a run's mailbox after its last turn began are not lost: when the run
   completes, they start the session's next run (*auto-chaining*), and the ``done`` record
-  names it as ``next_run_id``. A cancelled run chains nothing.
+  names it as ``next_run_id`` (a run a new message started meanwhile takes them instead).
+  A cancelled run chains nothing.
 * A chat's runs share one workspace session (``workspaces``, a ``WorkspaceRegistry``): the
   agent runs as ``workspaces.agent_for(session_id, agent)``, so background processes outlive
   a run; ``stop`` (the chat is deleted) and ``aclose`` close the chat's session.
@@ -570,9 +571,15 @@ class RunSupervisor:
     async def _chain(self, run: LiveRun) -> LiveRun | None:
         """Start the session's next run with the messages ``run`` left in its mailbox (they
         arrived after its last turn began); ``None`` when it cannot start."""
-        leftovers = [user(content) for content in run.mailbox.drain()]
+        contents = run.mailbox.drain()
         if self._closing:
             return None
+        current = self._live.get(run.session_id)
+        if current is not None:  # a new message started a run meanwhile: the leftovers join it
+            for content in contents:
+                current.mailbox.push(content)
+            return current
+        leftovers = [user(content) for content in contents]
         try:
             return await self._launch(
                 run.session_id, run.agent, leftovers, title="", source=run.source
