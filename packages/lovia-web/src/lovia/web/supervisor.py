@@ -21,7 +21,8 @@ Rules it keeps:
 * Messages that reach a run's mailbox after its last turn began are not lost: when the run
   completes, they start the session's next run (*auto-chaining*), and the ``done`` record
   names it as ``next_run_id`` (a run a new message started meanwhile takes them instead).
-  A cancelled run chains nothing.
+  A cancelled run chains nothing. Until the next run is reserved the session stays busy,
+  so a blocking chat cannot slip in between.
 * A chat's runs share one workspace session (``workspaces``, a ``WorkspaceRegistry``): the
   agent runs as ``workspaces.agent_for(session_id, agent)``, so background processes outlive
   a run; ``stop`` (the chat is deleted) and ``aclose`` close the chat's session.
@@ -188,6 +189,8 @@ class RunSupervisor:
         self.budget = budget
         self._live: dict[str, LiveRun] = {}
         self._blocking: set[str] = set()
+        self._chaining: set[str] = set()
+        """Sessions whose finished run is about to chain the next one (busy meanwhile)."""
         self._closing = False
         # Steering ids: unique across runs, and (seeded from the clock) across restarts.
         self._inject_ids = itertools.count(time.time_ns() // 1_000_000)
@@ -209,7 +212,9 @@ class RunSupervisor:
 
     def busy(self, session_id: str) -> bool:
         """Whether a live run or a blocking chat owns the session right now."""
-        return session_id in self._live or session_id in self._blocking
+        return (
+            session_id in self._live or session_id in self._blocking or session_id in self._chaining
+        )
 
     async def resolve_agent(self, session_id: str | None, requested: str | None) -> str:
         """The agent a message to ``session_id`` runs with: the chat's stored agent while this
@@ -536,6 +541,10 @@ class RunSupervisor:
         except Exception:  # cleanup must not keep the slot or the watchers
             logger.exception("could not clear run %s of session %s", run.run_id, run.session_id)
         finally:
+            chains = run.stop_reason is None and run.runner_agent is None  # not a child
+            chains = chains and status == "completed" and len(run.mailbox) > 0
+            if chains:
+                self._chaining.add(run.session_id)  # no blocking chat slips in before it
             if self._live.get(run.session_id) is run:
                 del self._live[run.session_id]
             try:
@@ -547,8 +556,7 @@ class RunSupervisor:
                         error=ended.get("error"),
                         usage=ended.get("done", {}).get("usage"),
                     )
-                chains = run.stop_reason is None and run.runner_agent is None  # not a child
-                if status == "completed" and chains and len(run.mailbox):
+                if chains:
                     chained = await self._chain(run)
                     if chained is not None:
                         terminal[-1][1]["next_run_id"] = chained.run_id
@@ -564,6 +572,8 @@ class RunSupervisor:
             except Exception:  # the watchers still get the close below
                 logger.exception("could not log the end of run %s", run.run_id)
             finally:
+                if chains:
+                    self._chaining.discard(run.session_id)
                 if run.log is not None:
                     await run.log.close()
                 self.hub.close(run.run_id)
@@ -571,22 +581,24 @@ class RunSupervisor:
     async def _chain(self, run: LiveRun) -> LiveRun | None:
         """Start the session's next run with the messages ``run`` left in its mailbox (they
         arrived after its last turn began); ``None`` when it cannot start."""
-        contents = run.mailbox.drain()
-        if self._closing:
-            return None
-        current = self._live.get(run.session_id)
-        if current is not None:  # a new message started a run meanwhile: the leftovers join it
-            for content in contents:
-                current.mailbox.push(content)
-            return current
-        leftovers = [user(content) for content in contents]
         try:
+            contents = run.mailbox.drain()
+            if self._closing:
+                return None
+            current = self._live.get(run.session_id)
+            if current is not None:  # a new message started a run meanwhile: they join it
+                for content in contents:
+                    current.mailbox.push(content)
+                return current
+            leftovers = [user(content) for content in contents]
             return await self._launch(
                 run.session_id, run.agent, leftovers, title="", source=run.source
             )
         except Exception:  # the messages are lost, but the finished run must still close
             logger.exception("could not chain the leftovers of run %s", run.run_id)
             return None
+        finally:
+            self._chaining.discard(run.session_id)  # the next run (if any) holds it now
 
     # -- watching --------------------------------------------------------------------------
 
