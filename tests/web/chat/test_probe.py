@@ -7,10 +7,12 @@ from typing import Any
 
 from lovia.testing import text
 
-from ..conftest import chat, scripted_agent, until
+from ..conftest import chat, read_frames, scripted_agent, until
 
 
-async def test_huge_last_event_id_is_not_a_500(make_app: Any, asgi_client: Any) -> None:
+async def test_a_last_event_id_past_the_store_range_is_a_422(
+    make_app: Any, asgi_client: Any
+) -> None:
     client = await asgi_client(make_app(scripted_agent(text("hi"))))
     async with chat(client, "hi") as (session, frames):
         await until(frames, "done")
@@ -22,11 +24,21 @@ async def test_huge_last_event_id_is_not_a_500(make_app: Any, asgi_client: Any) 
             ),
             10,
         )
-        assert r.status_code in (200, 422), (value, r.status_code, r.text)
+        assert r.status_code == 422 and "Last-Event-ID" in r.json()["detail"], r.text
         r = await asyncio.wait_for(
             client.get("/api/chat/stream", params={"session_id": sid, "last_event_id": value}), 10
         )
-        assert r.status_code in (200, 422), (value, r.status_code, r.text)
+        assert r.status_code == 422 and "last_event_id" in r.json()["detail"], r.text
+    # the largest storable id: a stream with nothing after it, which ends
+    async with client.stream(
+        "GET",
+        "/api/chat/stream",
+        params={"session_id": sid},
+        headers={"Last-Event-ID": str(2**63 - 1)},
+    ) as r:
+        assert r.status_code == 200
+        got = await asyncio.wait_for(_all(read_frames(r)), 10)
+    assert [f.event for f in got] == ["session"]
     for value in ("-1", "abc", "1.5", ""):
         r = await asyncio.wait_for(
             client.get(
@@ -34,8 +46,11 @@ async def test_huge_last_event_id_is_not_a_500(make_app: Any, asgi_client: Any) 
             ),
             10,
         )
+        assert r.status_code == 422 and "Last-Event-ID" in r.json()["detail"], (value, r.text)
 
-        assert r.status_code != 500
+
+async def _all(frames: Any) -> list[Any]:
+    return [f async for f in frames]
 
 
 async def test_agui_odd_bodies(make_app: Any, asgi_client: Any) -> None:
