@@ -298,3 +298,37 @@ async def test_ten_agui_runs_racing_on_a_new_thread(make_app: Any, serve: Any) -
     codes = await asyncio.wait_for(asyncio.gather(*(run(f"r{i}") for i in range(10))), 10)
     gate.open()
     assert sorted(codes) == [200] + [409] * 9, codes
+
+
+async def test_a_message_right_after_cancel_is_never_silently_dropped(
+    make_app: Any, serve: Any
+) -> None:
+    entered = asyncio.Event()
+    leave = asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Take a while to notice a cancel."""
+        entered.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await leave.wait()  # the run is cancelled but not over yet
+        return "never"
+
+    agent = scripted_agent(call("slow"), text("next reply"), tools=[slow])
+    live = await serve(make_app(agent))
+    sup = live.app.state.lovia.supervisor
+    code, _ = await asyncio.wait_for(_open(live.client, "k"), 10)
+    assert code == 200
+    await asyncio.wait_for(entered.wait(), 10)
+    assert (
+        await live.client.post("/api/chat/cancel", params={"session_id": "k"})
+    ).status_code == 200
+    code, body = await asyncio.wait_for(_open(live.client, "k"), 10)
+    inj = await live.client.post("/api/chat/inject", json={"session_id": "k", "message": "more"})
+    leave.set()
+    await _poll(lambda: not sup.live_runs(), "cancelled run ended")
+    # Refused (409 naming the cancel), never a 200 whose message vanishes with the run.
+    assert code == 409 and "cancel" in body, (code, body)
+    assert inj.status_code == 409 and "cancel" in inj.json()["detail"], inj.text

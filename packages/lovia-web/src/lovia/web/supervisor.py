@@ -255,8 +255,8 @@ class RunSupervisor:
         ``mailbox`` lets a caller keep the run's mailbox. ``attach=False`` refuses a live run
         (one this call did not resume) with ``RunConflict`` instead of attaching to it.
         Raises ``NotFound`` for an unknown agent, ``RunConflict`` while a blocking chat holds
-        the session and ``CapacityExceeded`` when every slot is taken (or the server is
-        shutting down).
+        the session or its live run is being stopped, and ``CapacityExceeded`` when every
+        slot is taken (or the server is shutting down).
         """
         self._refuse_blocking(session_id)
         meta = None
@@ -274,6 +274,7 @@ class RunSupervisor:
                 hint="wait for it to finish, or cancel it",
             )
         if live is not None:  # a live run (maybe one another start launched meanwhile)
+            self._refuse_stopping(live)
             live.mailbox.push(message)
             return StartedRun(live, attached=True)
         self._refuse_blocking(session_id)  # a blocking chat may have taken it meanwhile
@@ -295,6 +296,14 @@ class RunSupervisor:
             raise RunConflict(
                 f"session {session_id!r} is busy with a blocking chat",
                 hint="wait for POST /api/chat to answer",
+            )
+
+    def _refuse_stopping(self, run: LiveRun) -> None:
+        """A run being stopped chains nothing: a message attached to it would be lost."""
+        if run.stop_reason is not None:
+            raise RunConflict(
+                f"session {run.session_id!r} has a run being stopped ({run.stop_reason})",
+                hint="send the message again once its done event has arrived",
             )
 
     def _check_capacity(self) -> None:
@@ -541,10 +550,12 @@ class RunSupervisor:
         except Exception:  # cleanup must not keep the slot or the watchers
             logger.exception("could not clear run %s of session %s", run.run_id, run.session_id)
         finally:
-            chains = run.stop_reason is None and run.runner_agent is None  # not a child
-            chains = chains and status == "completed" and len(run.mailbox) > 0
+            # It may still chain (a message can reach its mailbox until then): no blocking
+            # chat slips in before that is decided.
+            chains = status == "completed" and run.stop_reason is None
+            chains = chains and run.runner_agent is None  # not a child
             if chains:
-                self._chaining.add(run.session_id)  # no blocking chat slips in before it
+                self._chaining.add(run.session_id)
             if self._live.get(run.session_id) is run:
                 del self._live[run.session_id]
             try:
@@ -556,7 +567,7 @@ class RunSupervisor:
                         error=ended.get("error"),
                         usage=ended.get("done", {}).get("usage"),
                     )
-                if chains:
+                if chains and len(run.mailbox):
                     chained = await self._chain(run)
                     if chained is not None:
                         terminal[-1][1]["next_run_id"] = chained.run_id
@@ -654,6 +665,7 @@ class RunSupervisor:
         """Queue ``message`` into the live run's mailbox; returns its steering id (for
         ``uninject``)."""
         run = self._require_live(session_id)
+        self._refuse_stopping(run)
         token = run.mailbox.push(message)
         inject_id = next(self._inject_ids)
         run.injected[inject_id] = token
