@@ -51,14 +51,14 @@ async def subagent_deliver(supervisor: RunSupervisor, report: SubagentReport) ->
         logger.info("dropping the report of subagent %s: its chat is gone", report.id)
         return "dropped"
     message = report.render()
-    if supervisor.live(session_id) is not None:
-        supervisor.inject(session_id, message)
-        return "injected"
     try:
+        if supervisor.live(session_id) is not None:
+            supervisor.inject(session_id, message)
+            return "injected"
         started = await supervisor.start(message, session_id=session_id, source="subagent")
     except (CapacityExceeded, RunConflict):
-        # No slot (or a blocking chat holds the session): keep the report in the chat, where
-        # its next run reads it.
+        # No slot (or a blocking chat holds the session, or its run is being cancelled):
+        # keep the report in the chat, where its next run reads it.
         await store.session.append(session_id, [InputEntry(role="user", content=message)])
         return "stored"
     return "injected" if started.attached else "started"

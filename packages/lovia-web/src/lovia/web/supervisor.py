@@ -20,7 +20,9 @@ Rules it keeps:
   ``done`` and sends the next message starts a new run rather than attaching to a dying one.
 * Messages that reach a run's mailbox after its last turn began are not lost: when the run
   completes, they start the session's next run (*auto-chaining*), and the ``done`` record
-  names it as ``next_run_id``. A cancelled run chains nothing.
+  names it as ``next_run_id`` (a run a new message started meanwhile takes them instead).
+  A cancelled run chains nothing. Until the next run is reserved the session stays busy,
+  so a blocking chat cannot slip in between.
 * A chat's runs share one workspace session (``workspaces``, a ``WorkspaceRegistry``): the
   agent runs as ``workspaces.agent_for(session_id, agent)``, so background processes outlive
   a run; ``stop`` (the chat is deleted) and ``aclose`` close the chat's session.
@@ -192,6 +194,8 @@ class RunSupervisor:
         """Per chat: the lock its resumes take, and how many callers hold or wait for it."""
         self._exclusive: set[str] = set()
         """Chats a rewind or a delete is changing: no run starts in them meanwhile."""
+        self._chaining: set[str] = set()
+        """Sessions whose finished run is about to chain the next one (busy meanwhile)."""
         self._closing = False
         # Steering ids: unique across runs, and (seeded from the clock) across restarts.
         self._inject_ids = itertools.count(time.time_ns() // 1_000_000)
@@ -212,11 +216,13 @@ class RunSupervisor:
         return list(self._live.values())
 
     def busy(self, session_id: str) -> bool:
-        """Whether a live run, a blocking chat, or a rewind or delete owns the session now."""
+        """Whether a live run, a blocking chat, a rewind or delete, or the chaining of a
+        finished run owns the session right now."""
         return (
             session_id in self._live
             or session_id in self._blocking
             or session_id in self._exclusive
+            or session_id in self._chaining
         )
 
     async def resolve_agent(self, session_id: str | None, requested: str | None) -> str:
@@ -264,24 +270,35 @@ class RunSupervisor:
         agent: str | None = None,
         source: str = "chat",
         mailbox: Mailbox | None = None,
+        attach: bool = True,
     ) -> StartedRun:
         """Start a run of ``message`` in the session, or attach it to the session's live run.
 
         A session whose run a restart interrupted resumes that run first, and the message
         joins it. ``source`` tags the run (``"chat"``; a scheduler passes its own);
-        ``mailbox`` lets a caller keep the run's mailbox. Raises ``NotFound`` for an unknown
-        agent, ``RunConflict`` while a blocking chat holds the session and
-        ``CapacityExceeded`` when every slot is taken (or the server is shutting down).
+        ``mailbox`` lets a caller keep the run's mailbox. ``attach=False`` refuses a live run
+        (one this call did not resume) with ``RunConflict`` instead of attaching to it.
+        Raises ``NotFound`` for an unknown agent, ``RunConflict`` while a blocking chat holds
+        the session or its live run is being stopped, and ``CapacityExceeded`` when every
+        slot is taken (or the server is shutting down).
         """
         self._refuse_blocking(session_id)
         meta = None
+        resumed = None
         if session_id is not None and session_id not in self._live:
             meta = await self.store.get_session(session_id)
             if meta is not None and meta.active_run_id is not None:
-                await self.resume(session_id)  # an interrupted run continues; the message joins
+                # an interrupted run continues; the message joins
+                resumed = await self.resume(session_id)
         # From here to ``_launch``'s reservation nothing awaits: no other start can slip in.
         live = self._live.get(session_id) if session_id is not None else None
+        if live is not None and not attach and live is not resumed:
+            raise RunConflict(
+                f"session {session_id!r} already has a live run",
+                hint="wait for it to finish, or cancel it",
+            )
         if live is not None:  # a live run (maybe one another start launched meanwhile)
+            self._refuse_stopping(live)
             live.mailbox.push(message)
             return StartedRun(live, attached=True)
         self._refuse_blocking(session_id)  # a blocking chat may have taken it meanwhile
@@ -303,6 +320,14 @@ class RunSupervisor:
             raise RunConflict(
                 f"session {session_id!r} is busy with a blocking chat",
                 hint="wait for POST /api/chat to answer",
+            )
+
+    def _refuse_stopping(self, run: LiveRun) -> None:
+        """A run being stopped chains nothing: a message attached to it would be lost."""
+        if run.stop_reason is not None:
+            raise RunConflict(
+                f"session {run.session_id!r} has a run being stopped ({run.stop_reason})",
+                hint="send the message again once its done event has arrived",
             )
 
     def _check_capacity(self) -> None:
@@ -611,6 +636,12 @@ class RunSupervisor:
         except Exception:  # cleanup must not keep the slot or the watchers
             logger.exception("could not clear run %s of session %s", run.run_id, run.session_id)
         finally:
+            # It may still chain (a message can reach its mailbox until then): no blocking
+            # chat slips in before that is decided.
+            chains = status == "completed" and run.stop_reason is None
+            chains = chains and run.runner_agent is None  # not a child
+            if chains:
+                self._chaining.add(run.session_id)
             if self._live.get(run.session_id) is run:
                 del self._live[run.session_id]
             try:
@@ -622,8 +653,7 @@ class RunSupervisor:
                         error=ended.get("error"),
                         usage=ended.get("done", {}).get("usage"),
                     )
-                chains = run.stop_reason is None and run.runner_agent is None  # not a child
-                if status == "completed" and chains and len(run.mailbox):
+                if chains and len(run.mailbox):
                     chained = await self._chain(run)
                     if chained is not None:
                         terminal[-1][1]["next_run_id"] = chained.run_id
@@ -639,6 +669,8 @@ class RunSupervisor:
             except Exception:  # the watchers still get the close below
                 logger.exception("could not log the end of run %s", run.run_id)
             finally:
+                if chains:
+                    self._chaining.discard(run.session_id)
                 if run.log is not None:
                     await run.log.close()
                 self.hub.close(run.run_id)
@@ -646,16 +678,24 @@ class RunSupervisor:
     async def _chain(self, run: LiveRun) -> LiveRun | None:
         """Start the session's next run with the messages ``run`` left in its mailbox (they
         arrived after its last turn began); ``None`` when it cannot start."""
-        leftovers = [user(content) for content in run.mailbox.drain()]
-        if self._closing:
-            return None
         try:
+            contents = run.mailbox.drain()
+            if self._closing:
+                return None
+            current = self._live.get(run.session_id)
+            if current is not None:  # a new message started a run meanwhile: they join it
+                for content in contents:
+                    current.mailbox.push(content)
+                return current
+            leftovers = [user(content) for content in contents]
             return await self._launch(
                 run.session_id, run.agent, leftovers, title="", source=run.source
             )
         except Exception:  # the messages are lost, but the finished run must still close
             logger.exception("could not chain the leftovers of run %s", run.run_id)
             return None
+        finally:
+            self._chaining.discard(run.session_id)  # the next run (if any) holds it now
 
     # -- watching --------------------------------------------------------------------------
 
@@ -711,6 +751,7 @@ class RunSupervisor:
         """Queue ``message`` into the live run's mailbox; returns its steering id (for
         ``uninject``)."""
         run = self._require_live(session_id)
+        self._refuse_stopping(run)
         token = run.mailbox.push(message)
         inject_id = next(self._inject_ids)
         run.injected[inject_id] = token

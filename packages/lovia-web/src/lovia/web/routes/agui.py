@@ -136,7 +136,10 @@ async def agui(body: RunAgentInput, state: State) -> StreamingResponse:
         props = body.forwarded_props if isinstance(body.forwarded_props, dict) else {}
         agent = props.get("agent")
         started = await state.supervisor.start(
-            message, session_id=thread_id, agent=agent if isinstance(agent, str) else None
+            message,
+            session_id=thread_id,
+            agent=agent if isinstance(agent, str) else None,
+            attach=False,  # a request racing this check gets the 409 too
         )
         lovia_run, after, announced = started.run.run_id, 0, []
     encoder = EventEncoder()

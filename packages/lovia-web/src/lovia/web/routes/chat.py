@@ -60,6 +60,8 @@ class RunFailedError(WebError):
 
 
 _PING_SECONDS = 15
+_MAX_EVENT_ID = 2**63 - 1
+"""The largest id a store can hold (a signed 64-bit integer): a larger one is a 422."""
 _ERRORS = error_responses(404, 409, 422, 429)
 _CHAT_ERRORS = error_responses(404, 409, 422, 502)
 _STREAM: dict[int | str, dict[str, Any]] = {
@@ -164,8 +166,10 @@ async def resume_stream(
     state: State,
     session_id: str = Query(pattern=SESSION_ID_PATTERN),
     run_id: str | None = Query(default=None, pattern=r"^[0-9a-f]{32}$"),
-    last_event_id: int | None = Query(default=None, ge=0),
-    last_event_id_header: int | None = Header(default=None, alias="Last-Event-ID", ge=0),
+    last_event_id: int | None = Query(default=None, ge=0, le=_MAX_EVENT_ID),
+    last_event_id_header: int | None = Header(
+        default=None, alias="Last-Event-ID", ge=0, le=_MAX_EVENT_ID
+    ),
 ) -> EventSourceResponse:
     """Watch a run of the session from after ``Last-Event-ID``: ``run_id`` (from the
     ``session`` frame), else the live run, else the latest one. A run a restart interrupted
