@@ -293,7 +293,7 @@ async def test_ten_agui_runs_racing_on_a_new_thread(make_app: Any, serve: Any) -
 
     async def run(run_id: str) -> int:
         async with live.client.stream("POST", "/api/agui", json={**body, "runId": run_id}) as r:
-            return r.status_code
+            return int(r.status_code)
 
     codes = await asyncio.wait_for(asyncio.gather(*(run(f"r{i}") for i in range(10))), 10)
     gate.open()
