@@ -8,8 +8,7 @@ PostgreSQL cases skip (and fail under ``LOVIA_CI=1``, see ``tests.support.requir
 from __future__ import annotations
 
 import sqlite3
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -24,50 +23,15 @@ from lovia.stores import (
     SQLiteSession,
 )
 
-from tests.support import port_open, require
+from tests.support import (  # noqa: F401 - the PostgreSQL fixtures
+    pg_dsn,
+    pg_dsn_or_none,
+    pg_schema,
+    require,
+)
 
 SessionStore = Union[InMemorySession, SQLiteSession, PostgresSession]
 CheckpointStore = Union[InMemoryCheckpointer, SQLiteCheckpointer, PostgresCheckpointer]
-
-_PG_USERS = ("postgres", "root")
-
-
-def _find_pg_dsn() -> str | None:
-    if not port_open("127.0.0.1", 5432):
-        return None
-    import psycopg
-
-    for user in _PG_USERS:
-        dsn = f"postgresql://{user}@127.0.0.1:5432/test"
-        try:
-            psycopg.connect(dsn, connect_timeout=3).close()
-        except psycopg.Error:
-            continue
-        return dsn
-    return None
-
-
-@pytest.fixture(scope="session")
-def pg_dsn_or_none() -> str | None:
-    return _find_pg_dsn()
-
-
-@pytest.fixture
-def pg_dsn(pg_dsn_or_none: str | None) -> str:
-    require(pg_dsn_or_none is not None, "no PostgreSQL server at 127.0.0.1:5432 (db 'test')")
-    assert pg_dsn_or_none is not None
-    return pg_dsn_or_none
-
-
-@pytest.fixture
-def pg_schema(pg_dsn: str) -> Iterator[str]:
-    """A fresh schema name for one test; the schema is dropped afterwards."""
-    import psycopg
-
-    name = f"lovia_test_{uuid.uuid4().hex[:12]}"
-    yield name
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
 
 @dataclass

@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-from ..store.conftest import pg_dsn, pg_dsn_or_none, pg_schema  # noqa: F401  (fixtures)
+from tests.support import pg_dsn, pg_dsn_or_none, pg_schema  # noqa: F401  (fixtures)

@@ -18,7 +18,7 @@ from lovia.web.scheduling import Schedule, Scheduler, Schedules, ScheduleSpec
 from lovia.web.store.base import ChatStore
 from lovia.web.supervisor import RunSupervisor
 
-from ..store.conftest import pg_dsn, pg_dsn_or_none, pg_schema  # noqa: F401 - fixtures
+from tests.support import pg_dsn, pg_dsn_or_none, pg_schema  # noqa: F401 - fixtures
 
 START = 1_796_000_000.0  # 2026-11-30, a fixed "now"
 

@@ -23,4 +23,4 @@ async def seed(
         await store.session.append(session_id, entries, meta=meta if last else None)
 
 
-from ..store.conftest import pg_dsn, pg_dsn_or_none, pg_schema  # noqa: E402, F401  (fixtures)
+from tests.support import pg_dsn, pg_dsn_or_none, pg_schema  # noqa: E402, F401  (fixtures)

@@ -9,8 +9,7 @@ PostgreSQL cases skip (and fail under ``LOVIA_CI=1``, see ``tests.support.requir
 from __future__ import annotations
 
 import sqlite3
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,50 +19,12 @@ from lovia.web.eventlog import EventRetention
 from lovia.web.store.base import ChatStore
 from lovia.web.store.sql import SQLChatStore
 
-from tests.support import port_open, require
-
-_PG_USERS = ("postgres", "root")
-
-
-def _find_pg_dsn() -> str | None:
-    if not port_open("127.0.0.1", 5432):
-        return None
-    try:
-        import psycopg
-    except ImportError:  # the postgres extra is not installed
-        return None
-
-    for user in _PG_USERS:
-        dsn = f"postgresql://{user}@127.0.0.1:5432/test"
-        try:
-            psycopg.connect(dsn, connect_timeout=3).close()
-        except psycopg.Error:
-            continue
-        return dsn
-    return None
-
-
-@pytest.fixture(scope="session")
-def pg_dsn_or_none() -> str | None:
-    return _find_pg_dsn()
-
-
-@pytest.fixture
-def pg_dsn(pg_dsn_or_none: str | None) -> str:
-    require(pg_dsn_or_none is not None, "no PostgreSQL server at 127.0.0.1:5432 (db 'test')")
-    assert pg_dsn_or_none is not None
-    return pg_dsn_or_none
-
-
-@pytest.fixture
-def pg_schema(pg_dsn: str) -> Iterator[str]:
-    """A fresh schema name for one test; the schema is dropped afterwards."""
-    import psycopg
-
-    name = f"lovia_webstore_{uuid.uuid4().hex[:12]}"
-    yield name
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+from tests.support import (  # noqa: F401 - the PostgreSQL fixtures
+    pg_dsn,
+    pg_dsn_or_none,
+    pg_schema,
+    require,
+)
 
 
 @dataclass

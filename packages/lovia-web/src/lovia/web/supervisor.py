@@ -657,6 +657,9 @@ class RunSupervisor:
                     chained = await self._chain(run)
                     if chained is not None:
                         terminal[-1][1]["next_run_id"] = chained.run_id
+                # Decided: free the chat before ``done`` is published, so a client that saw
+                # ``done`` and sends the next message starts a run instead of a 409.
+                self._chaining.discard(run.session_id)
                 if run.log is None:  # failed before its log existed
                     last_seq = await self.store.last_seq(run.run_id)
                     run.log = RunLog(

@@ -173,8 +173,14 @@ async def delete_all_sessions(state: State) -> DeletedSessions:
         *(state.supervisor.stop(r.session_id) for r in state.supervisor.live_runs())
     )
     deleted = await state.store.delete_all_sessions()
-    # A run that started while the others were stopping has lost its chat: stop it too.
+    # A run that started while the others were stopping has lost its chat: stop it too, and
+    # delete again what its stop kept (a cancelled run's partial turns join its chat).
     await asyncio.gather(*(state.supervisor.stop(sid) for sid in deleted))
+    for sid in deleted:
+        if await state.store.get_session(sid) is not None:
+            await state.store.delete_session(sid)
+        elif await state.store.session.load(sid):  # no row left, only the kept turns
+            await state.store.session.clear(sid)
     return DeletedSessions(deleted=deleted)
 
 
