@@ -70,7 +70,7 @@ from .approvals import ApprovalRegistry
 from .errors import CapacityExceeded, NotFound, RunConflict
 from .eventlog import EventRecord, RunLog, done_record, error_record, records_of
 from .hub import EventHub
-from .titles import provisional_title as _provisional_title  # the name other code uses
+from .titles import provisional_title
 from .workspaces import WorkspaceRegistry
 
 if TYPE_CHECKING:
@@ -309,7 +309,7 @@ class RunSupervisor:
             session_id or uuid4().hex,
             name,
             input,
-            title=_provisional_title(text_of(message)),
+            title=provisional_title(text_of(message)),
             source=source,
             mailbox=mailbox,
         )
@@ -523,7 +523,7 @@ class RunSupervisor:
         self._blocking.add(sid)
         try:
             if await self.store.get_session(sid) is None:
-                title = _provisional_title(text_of(message))
+                title = provisional_title(text_of(message))
                 await self.store.create_session(sid, agent=name, title=title)
             run_id = uuid4().hex
             try:
