@@ -1,0 +1,485 @@
+"""The context inspector's recorder: what each model call of a run was sent, in the run's log.
+
+``record_views(agent, sink)`` returns a clone of the served agent (and of the agents its
+handoffs reach) whose provider is wrapped (``RecordingProvider``) and which carries one
+extra plugin (``ViewRecorder.plugin``). The plugin's ``setup`` hands the recorder the run's
+``RunContext``, so it can read the live transcript (``ctx.entries``, the record), the turn
+number and the workspace session; its ``aclose`` flushes what is left when the run ends.
+Nothing in lovia-core changes: the wrapper sees exactly the ``view``, ``tools`` and
+``response_format`` the loop passes to ``provider.stream()``, and the ``UsageDelta`` /
+``FinishDelta`` that come back.
+
+Each call becomes one ``context_view`` record (``CONTEXT_VIEW``), logged when its stream
+ends, and stored compactly:
+
+* The view is a list of *segments*: ``[a, b]`` stands for ``transcript[a:b]`` (entries the
+  view shares, by identity, with the record), an int ``k`` for literal ``k``: an entry that
+  is not in the record (a summary, a cleared or offloaded result's marker, an omission
+  marker, a view injector's reminder). Literals are numbered per recorder and stored once
+  (``lits``, with their kind and, for markers, the recall handle); a repeat is its number.
+* ``keep`` says how many leading segments equal the previous call's: only the rest is
+  stored. A view that grew by a turn stores a couple of segments, whatever its length.
+* The system prompt (the transcript's head), the tool schemas (names and estimated
+  tokens), the response format and the model are stored when they change.
+* ``n`` is the record's length at the call and ``last`` a small mark of its last entry
+  (type and call id or role), so the reader can tell when the stored record no longer
+  lines up (a rewind).
+
+Decisions the chat's workspace session made (``lovia.workspace.PermissionDecision``, with
+the rule that decided) are buffered with the turn they happened in and logged as
+``context_permissions`` records before the next call and at the run's end.
+
+Per call the recorder walks the view once (identity checks, a dict lookup where a range
+breaks) and the transcript's new entries once; it serialises only new literals. Both
+record types are private: the SSE stream sends them as empty ``context`` frames (ids stay
+contiguous) and AG-UI drops them (``PRIVATE_RECORDS``).
+
+Not recorded: a model given as a ``"vendor:model"`` string (the runner builds and closes
+that provider itself), and blocking chats (``POST /api/chat`` keeps no event log).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from lovia.plugin import PluginInstance
+from lovia.providers.base import FinishDelta, ModelDelta, ModelSettings, UsageDelta
+from lovia.transcript import (
+    InputEntry,
+    ToolCallEntry,
+    ToolResultEntry,
+    TranscriptEntry,
+    entry_to_dict,
+)
+
+if TYPE_CHECKING:
+    from lovia.agent import Agent
+    from lovia.messages import Usage
+    from lovia.providers.base import Provider
+    from lovia.run_context import RunContext
+    from lovia.tools.base import Tool
+    from lovia.workspace import PermissionDecision
+
+__all__ = [
+    "CONTEXT_PERMISSIONS",
+    "CONTEXT_VIEW",
+    "PRIVATE_RECORDS",
+    "RecordingProvider",
+    "Sink",
+    "ViewRecorder",
+    "classify_literal",
+    "record_views",
+]
+
+CONTEXT_VIEW = "context_view"
+CONTEXT_PERMISSIONS = "context_permissions"
+PRIVATE_RECORDS = frozenset({CONTEXT_VIEW, CONTEXT_PERMISSIONS})
+"""Record types only the inspector reads: never sent to a chat client as they are."""
+
+Sink = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""``await sink(type, data)``: appends one record to the run's log (``RunLog.put``)."""
+
+_LITERAL_CACHE = 4096
+"""Literal objects remembered by identity before the cache starts over (a reminder is a
+new object every call; content dedupe still finds it)."""
+_RECALL = re.compile(r'recall_tool_result\("([^"]+)"\)')
+
+
+def _summary_prefix() -> str:
+    from lovia.context.prompts import SUMMARY_WRAPPER
+
+    return SUMMARY_WRAPPER.split("{summary}", 1)[0]
+
+
+_SUMMARY_PREFIX = _summary_prefix()
+
+
+def classify_literal(entry: TranscriptEntry, *, trailing: bool) -> tuple[str, str | None]:
+    """``(kind, recall handle)`` of a view entry that is not in the record.
+
+    Kinds: ``cleared`` / ``offloaded`` (a result's marker, ``lovia.context.render``),
+    ``summary``, ``omitted`` (the marker of a span left out), ``reminder`` (an entry after
+    the last record entry: a view injector's), else ``replaced`` (a result) or ``injected``.
+    """
+    if isinstance(entry, ToolResultEntry):
+        text = entry.output
+        found = _RECALL.search(text)
+        handle = found.group(1) if found else None
+        if text.startswith("[Earlier tool result cleared"):
+            return "cleared", handle
+        if text.startswith("[Tool output offloaded"):
+            return "offloaded", handle
+        return "replaced", handle
+    if isinstance(entry, InputEntry) and isinstance(entry.content, str):
+        if _SUMMARY_PREFIX and entry.content.startswith(_SUMMARY_PREFIX):
+            return "summary", None
+        if entry.content.startswith("[") and "left out of this view" in entry.content:
+            return "omitted", None
+    return ("reminder" if trailing else "injected"), None
+
+
+def _mark(entry: TranscriptEntry) -> str:
+    """A small mark of an entry: its type and call id or role (the alignment check)."""
+    if isinstance(entry, (ToolResultEntry, ToolCallEntry)):
+        return f"{entry.type}:{entry.call_id}"
+    if isinstance(entry, InputEntry):
+        return f"{entry.type}:{entry.role}"
+    return str(entry.type)
+
+
+def _usage_dict(usage: Usage | None) -> dict[str, int] | None:
+    if usage is None:
+        return None
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+    }
+
+
+class ViewRecorder:
+    """One run's recorder (see the module docstring); make a new one per run."""
+
+    def __init__(self, sink: Sink) -> None:
+        self._sink = sink
+        self._ctx: RunContext[Any] | None = None
+        self._index: dict[int, int] = {}
+        """id(entry) -> its position in the transcript (checked by identity on use)."""
+        self._indexed = 0
+        self._tail: TranscriptEntry | None = None
+        self._head: TranscriptEntry | None = None
+        self._head_sent: object = None
+        self._segs: list[Any] = []
+        self._lits: dict[str, int] = {}
+        self._lit_objs: dict[int, tuple[TranscriptEntry, int]] = {}
+        self._tools: object = None
+        self._response_format: object = None
+        self._model: str | None = None
+        self._calls = 0
+        self._decisions: list[dict[str, Any]] = []
+        self._unobserve: Callable[[], None] | None = None
+        self._observed: object = None
+
+    def __repr__(self) -> str:
+        return f"ViewRecorder(calls={self._calls})"
+
+    # -- the run's side ----------------------------------------------------------------
+
+    def plugin(self) -> _RecorderPlugin:
+        """The plugin that binds this recorder to the run (add it to the agent)."""
+        return _RecorderPlugin(self)
+
+    def bind(self, ctx: RunContext[Any]) -> None:
+        self._ctx = ctx
+
+    def _watch_workspace(self, ctx: RunContext[Any]) -> None:
+        session = ctx.workspace
+        if session is self._observed:
+            return
+        if self._unobserve is not None:
+            self._unobserve()
+            self._unobserve = None
+        self._observed = session
+        add = getattr(session, "add_observer", None)
+        if callable(add):
+            self._unobserve = add(self._on_decision)
+
+    def _on_decision(self, decision: PermissionDecision) -> None:
+        ctx = self._ctx
+        self._decisions.append(
+            {
+                "turn": ctx.turn if ctx is not None else 0,
+                "kind": decision.kind,
+                "subject": decision.subject,
+                "op": decision.op,
+                "decision": decision.decision,
+                "rule": decision.rule,
+                "pattern": decision.pattern,
+                "enforced": decision.enforced,
+            }
+        )
+
+    async def flush(self) -> None:
+        """Log the buffered workspace decisions (if any)."""
+        if self._decisions:
+            decisions, self._decisions = self._decisions, []
+            await self._sink(CONTEXT_PERMISSIONS, {"decisions": decisions})
+
+    async def aclose(self) -> None:
+        """The run ends: log what is buffered and stop watching the workspace."""
+        if self._unobserve is not None:
+            self._unobserve()
+            self._unobserve = None
+        await self.flush()
+
+    # -- one call ----------------------------------------------------------------------
+
+    async def stream(
+        self,
+        provider: Provider,
+        view: Sequence[TranscriptEntry],
+        tools: Sequence[Tool],
+        response_format: dict[str, Any] | None,
+        settings: ModelSettings | None,
+    ) -> AsyncIterator[ModelDelta]:
+        """``provider.stream(...)`` forwarded unchanged; the call is logged when it ends."""
+        if self._ctx is not None:
+            self._watch_workspace(self._ctx)
+        await self.flush()
+        data = self.encode(view, tools, response_format, provider)
+        usage: Usage | None = None
+        finish: str | None = None
+        status = "failed"
+        stream = provider.stream(
+            view, tools=tools, response_format=response_format, settings=settings
+        )
+        try:
+            async for delta in stream:
+                kind = type(delta)
+                if kind is UsageDelta:
+                    usage = _merge(usage, delta.usage)  # type: ignore[union-attr]  # by kind
+                elif kind is FinishDelta:
+                    finish = delta.reason  # type: ignore[union-attr]  # narrowed by kind
+                    status = "completed"
+                yield delta
+        except GeneratorExit:
+            status = "abandoned" if status != "completed" else status
+            raise
+        finally:
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
+            data["usage"] = _usage_dict(usage)
+            data["finish"] = finish
+            data["status"] = status
+            await self._sink(CONTEXT_VIEW, data)
+
+    def encode(
+        self,
+        view: Sequence[TranscriptEntry],
+        tools: Sequence[Tool],
+        response_format: dict[str, Any] | None,
+        provider: Provider,
+    ) -> dict[str, Any]:
+        """The ``context_view`` data of one call (without its outcome)."""
+        self._calls += 1
+        ctx = self._ctx
+        entries: list[TranscriptEntry] = ctx.entries if ctx is not None else []
+        self._sync_index(entries)
+        n = len(entries)
+        raw: list[Any] = []  # ranges as [a, b], literals as the entry itself
+        index = self._index
+        start = expect = -1
+        for e in view:
+            if 0 <= expect < n and entries[expect] is e:
+                expect += 1  # the common case: the range goes on
+                continue
+            pos = index.get(id(e))
+            if pos is not None and pos < n and entries[pos] is e:
+                if start >= 0:
+                    raw.append([start, expect])
+                start, expect = pos, pos + 1
+                continue
+            if start >= 0:
+                raw.append([start, expect])
+                start = expect = -1
+            raw.append(e)
+        if start >= 0:
+            raw.append([start, expect])
+        last_range = max((i for i, s in enumerate(raw) if isinstance(s, list)), default=-1)
+        new_lits: list[dict[str, Any]] = []
+        segs = [
+            s if isinstance(s, list) else self._literal(s, i > last_range, new_lits)
+            for i, s in enumerate(raw)
+        ]
+        prev = self._segs
+        keep = 0
+        limit = min(len(prev), len(segs))
+        while keep < limit and prev[keep] == segs[keep]:
+            keep += 1
+        self._segs = segs
+        data: dict[str, Any] = {
+            "turn": ctx.turn if ctx is not None else 0,
+            "call": self._calls,
+            "n": n,
+            "keep": keep,
+            "segs": segs[keep:],
+        }
+        if self._calls == 1:
+            data["start"] = True
+        if n:
+            data["last"] = _mark(entries[-1])
+        if new_lits:
+            data["lits"] = new_lits
+        head = self._head
+        if head is not self._head_sent:
+            self._head_sent = head
+            data["system"] = head.content if isinstance(head, InputEntry) else None
+        if tools is not self._tools:
+            self._tools = tools
+            data["tools"] = _tool_summary(tools)
+        if response_format is not self._response_format:
+            self._response_format = response_format
+            data["response_format"] = response_format
+        model = f"{provider.name}:{provider.model}"
+        if model != self._model:
+            self._model = data["model"] = model
+        return data
+
+    def _sync_index(self, entries: list[TranscriptEntry]) -> None:
+        """Index the transcript's new entries (it only grows, but for its head)."""
+        n = len(entries)
+        done = self._indexed
+        if done and (done > n or entries[done - 1] is not self._tail):
+            self._index.clear()  # the head was inserted or removed: positions moved
+            done = 0
+        index = self._index
+        for i in range(done, n):
+            index[id(entries[i])] = i
+        self._indexed = n
+        if n:
+            self._tail = entries[-1]
+            first = entries[0]
+            if first is not self._head:
+                index[id(first)] = 0  # a replaced head keeps position 0
+            is_head = isinstance(first, InputEntry) and first.role == "system"
+            self._head = first if is_head else None
+        else:
+            self._head = None
+
+    def _literal(self, entry: TranscriptEntry, trailing: bool, new: list[dict[str, Any]]) -> int:
+        known = self._lit_objs.get(id(entry))
+        if known is not None and known[0] is entry:
+            return known[1]
+        data = entry_to_dict(entry)
+        key = json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
+        lit = self._lits.get(key)
+        if lit is None:
+            lit = self._lits[key] = len(self._lits)
+            kind, handle = classify_literal(entry, trailing=trailing)
+            item: dict[str, Any] = {"id": lit, "kind": kind, "entry": data}
+            if handle is not None:
+                item["recall"] = handle
+            new.append(item)
+        if len(self._lit_objs) >= _LITERAL_CACHE:
+            self._lit_objs.clear()
+        self._lit_objs[id(entry)] = (entry, lit)
+        return lit
+
+
+def _merge(old: Usage | None, new: Usage) -> Usage:
+    """What the loop keeps of several ``UsageDelta``: the last non-zero value per field."""
+    if old is None:
+        return new
+    from lovia.messages import Usage
+
+    return Usage(
+        input_tokens=new.input_tokens or old.input_tokens,
+        output_tokens=new.output_tokens or old.output_tokens,
+        cache_read_tokens=new.cache_read_tokens or old.cache_read_tokens,
+        cache_write_tokens=new.cache_write_tokens or old.cache_write_tokens,
+        requests=new.requests or old.requests,
+    )
+
+
+def _tool_summary(tools: Sequence[Tool]) -> dict[str, Any]:
+    from lovia.context import TokenCounter
+
+    return {"names": [t.name for t in tools], "tokens": TokenCounter().count_tools(list(tools))}
+
+
+class _RecorderPlugin:
+    """Binds a ``ViewRecorder`` to the run it is set up in (contributes nothing else)."""
+
+    def __init__(self, recorder: ViewRecorder) -> None:
+        self.recorder = recorder
+
+    def __repr__(self) -> str:
+        return "ContextRecorder()"
+
+    async def setup(self, ctx: RunContext[Any]) -> PluginInstance:
+        self.recorder.bind(ctx)
+        return PluginInstance(aclose=self.recorder.aclose)
+
+
+class RecordingProvider:
+    """A provider that is ``inner`` in every respect, except that ``stream`` is recorded.
+
+    Attributes it does not define (``context_window``, ``estimate_tokens``, ...) are the
+    inner provider's, so capability checks (``isinstance`` against the runtime-checkable
+    protocols) answer as they would for ``inner``.
+    """
+
+    def __init__(self, inner: Provider, recorder: ViewRecorder) -> None:
+        self._inner = inner
+        self._recorder = recorder
+        # Copied (the protocol declares plain attributes); a provider does not change them.
+        self.name = inner.name
+        self.model = inner.model
+        self.supports_json_schema = inner.supports_json_schema
+
+    def __repr__(self) -> str:
+        return f"RecordingProvider({self._inner!r})"
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_inner", "_recorder"):
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+    @property
+    def inner(self) -> Provider:
+        """The wrapped provider."""
+        return self._inner
+
+    def stream(
+        self,
+        entries: Sequence[TranscriptEntry],
+        *,
+        tools: Sequence[Tool] = (),
+        response_format: dict[str, Any] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> AsyncIterator[ModelDelta]:
+        return self._recorder.stream(self._inner, entries, tools, response_format, settings)
+
+
+def record_views(agent: Agent[Any], sink: Sink) -> Agent[Any]:
+    """A clone of ``agent`` (and of the agents its handoffs reach) whose model calls are
+    recorded into ``sink``; ``agent`` itself when its model is not a ``Provider`` object."""
+    if agent.model is None or isinstance(agent.model, str):
+        return agent
+    recorder = ViewRecorder(sink)
+    plugin = recorder.plugin()
+    clones: dict[int, Agent[Any]] = {}
+
+    def wrap(original: Agent[Any]) -> Agent[Any]:
+        done = clones.get(id(original))
+        if done is not None:
+            return done
+        model = original.model
+        if model is not None and not isinstance(model, str):
+            model = RecordingProvider(model, recorder)
+        clone = clones[id(original)] = original.clone(
+            model=model, plugins=(*original.plugins, plugin)
+        )
+        if original.handoffs:  # set after the clone exists: handoffs may form a cycle
+            clone.handoffs = tuple(_rewire(h, wrap) for h in original.handoffs)
+        return clone
+
+    return wrap(agent)
+
+
+def _rewire(target: Any, wrap: Callable[[Agent[Any]], Agent[Any]]) -> Any:
+    from dataclasses import replace
+
+    from lovia.agent import Agent
+    from lovia.handoff import Handoff
+
+    if isinstance(target, Agent):
+        return wrap(target)
+    if isinstance(target, Handoff):
+        return replace(target, target=wrap(target.target))
+    return target
