@@ -1,4 +1,6 @@
-"""``GET /api/sessions/{id}/turns/{n}/context``: the context inspector from the run's log."""
+"""``GET /api/sessions/{id}/turns/{n}/context``: the context inspector answers from what the
+recorder logged of each model call (``lovia.web.recorder``), and estimates only for runs
+recorded before it existed."""
 
 from __future__ import annotations
 
@@ -7,61 +9,209 @@ from typing import Any
 
 import pytest
 from lovia import Agent
+from lovia.context import ClearToolResults, Compaction
+from lovia.messages import Usage
+from lovia.plugins import Todo
 from lovia.testing import ScriptedProvider, call, text
+from lovia.transcript import entry_to_dict
 from lovia.web import create_app
+from lovia.web.inspector import turn_context
+from lovia.web.recorder import PRIVATE_RECORDS
+from lovia.workspace import PathRule, Workspace, WorkspacePolicy
 
 from tests.web.conftest import deploy, frames_until_done
 
+BIG = "x" * 2400  # ~600 estimated tokens: three of them overflow the small window below
 
-async def _chat(client: Any, message: str) -> str:
-    async with client.stream("POST", "/api/chat/stream", json={"message": message}) as r:
+
+def _usage(turn: int) -> Usage:
+    return Usage(input_tokens=1000 + turn, output_tokens=10 + turn, cache_read_tokens=turn * 100)
+
+
+SCRIPT = [
+    call("todo_write", {"todos": [{"content": "read the notes", "status": "in_progress"}]},
+         call_id="t1", usage=_usage(1)),
+    call("read_file", {"path": "notes1.txt"}, call_id="r1", usage=_usage(2)),
+    call("read_file", {"path": "private/key.txt"}, call_id="r2", usage=_usage(3)),
+    call("shell", {"command": "ls"}, call_id="s1", usage=_usage(4)),
+    call("read_file", {"path": "notes2.txt"}, call_id="r3", usage=_usage(5)),
+    call("read_file", {"path": "notes3.txt"}, call_id="r4", usage=_usage(6)),
+    text("done", usage=_usage(7)),
+]  # fmt: skip
+
+
+async def _chat(client: Any, message: str, session_id: str | None = None) -> str:
+    body: dict[str, Any] = {"message": message}
+    if session_id is not None:
+        body["session_id"] = session_id
+    async with client.stream("POST", "/api/chat/stream", json=body) as r:
         frames = await frames_until_done(r)
+    # The recorder's records reach a chat client as empty frames only (ids stay contiguous).
+    private = [f for f in frames if f.event == "context"]
+    assert private and all(f.data == {} for f in private)
+    assert not any(f.event in PRIVATE_RECORDS for f in frames)
     return str(frames[0].data["session_id"])
 
 
 @pytest.fixture
-async def inspected(tmp_path: Path, asgi_client: Any) -> tuple[Any, str]:
+async def recorded(tmp_path: Path, asgi_client: Any) -> tuple[Any, Any, ScriptedProvider, str]:
+    root = tmp_path / "ws"
+    (root / "private").mkdir(parents=True)
+    for i in (1, 2, 3):
+        (root / f"notes{i}.txt").write_text(f"{i}{BIG}")
+    (root / "private" / "key.txt").write_text("k")
+    model = ScriptedProvider(SCRIPT)
     agent = Agent(
         name="helper",
-        instructions="You are terse. " * 20,
-        model=ScriptedProvider(
-            [
-                call("deploy", {"env": "prod"}, call_id="c1"),
-                call("deploy", {"env": "dev"}, call_id="c2"),
-                text("done"),
-            ]
+        instructions="You are terse.",
+        model=model,
+        plugins=[Todo()],
+        workspace=Workspace.local(
+            root, policy=WorkspacePolicy.coding(path_rules=(PathRule("private", "deny"),))
         ),
-        tools=[deploy],
+        context_policy=Compaction(
+            context_window=3300,
+            compact_to=0.75,
+            keep_recent_tokens=200,
+            stages=[ClearToolResults()],
+        ),
     )
-    app = create_app(agent, db_path=tmp_path / "c.db", approval_timeout=0.05)
+    app = create_app(agent, db_path=tmp_path / "c.db", approval_timeout=0.05, generate_titles=False)
     client = await asgi_client(app)
-    session = await _chat(client, "ship it " * 50)
-    return client, session
+    session = await _chat(client, "read my notes")
+    return app, client, model, session
 
 
-async def test_a_turn_shows_parts_approvals_and_what_is_not_recorded(inspected: Any) -> None:
-    client, session = inspected
-    r = await client.get(f"/api/sessions/{session}/turns/1/context")
-    assert r.status_code == 200, r.text
-    body = r.json()
-    assert body["turns"] == [1, 2, 3]
+def _view_as_sent(view: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [v["entry"] for v in view]
+
+
+async def test_every_turn_shows_the_exact_view_sent(recorded: Any) -> None:
+    _, client, model, session = recorded
+    views = model.views
+    assert len(views) == 7
+    for turn, sent in enumerate(views, start=1):
+        r = await client.get(f"/api/sessions/{session}/turns/{turn}/context")
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["source"] == "recorded"
+        assert _view_as_sent(body["view"]) == [entry_to_dict(e) for e in sent], turn
+        assert body["call_usage"] == {
+            "input_tokens": 1000 + turn,
+            "output_tokens": 10 + turn,
+            "cache_read_tokens": turn * 100,
+            "cache_write_tokens": 0,
+            "scope": "call",
+        }
+        assert body["model"] == "scripted:scripted-model"
+        assert body["attempts"] == 1
+        assert body["missing"] == []
+
+
+async def test_parts_reminders_and_the_system_head(recorded: Any) -> None:
+    _, client, model, session = recorded
+    body = (await client.get(f"/api/sessions/{session}/turns/2/context")).json()
+    sources = [v["source"] for v in body["view"]]
+    assert sources[0] == "system"
+    assert body["view"][0]["entry"]["content"].startswith("You are terse.")
+    # The todo list written in turn 1 is reminded at the tail of turn 2's view only.
+    assert sources[-1] == "reminder"
+    assert "read the notes" in body["view"][-1]["entry"]["content"]
+    first = (await client.get(f"/api/sessions/{session}/turns/1/context")).json()
+    assert "reminder" not in [v["source"] for v in first["view"]]
     parts = {p["name"]: p for p in body["parts"]}
-    assert parts["system"]["tokens"] == len(("You are terse. " * 20).encode()) // 4
-    assert parts["history"]["entries"] == 1  # the user message, before turn 1
-    assert parts["history"]["tokens"] > 100
-    assert parts["tool_results"]["entries"] == 0
-    assert parts["reminders"]["tokens"] is None
+    assert parts["system"]["entries"] == 1 and parts["system"]["tokens"] > 0
+    assert parts["reminders"]["entries"] == 1 and parts["reminders"]["tokens"] > 0
+    assert parts["tool_results"]["entries"] == 1  # todo_write's result
     assert parts["tool_schemas"]["tokens"] > 0
-    # Nobody answered within the timeout: the call was denied, and the log says so.
-    assert [(a["call_id"], a["decision"]) for a in body["approvals"]] == [("c1", "denied")]
-    assert body["tool_calls"] == [] or body["tool_calls"][0]["call_id"] == "c1"
-    assert body["produced"][0]["type"] == "tool_call"
-    assert body["usage"]["scope"] == "run"
-    assert any("cached tokens" in m for m in body["missing"])
-    later = (await client.get(f"/api/sessions/{session}/turns/3/context")).json()
-    later_parts = {p["name"]: p for p in later["parts"]}
-    assert later_parts["tool_results"]["entries"] == 2
-    assert later["record_tokens"] > body["record_tokens"]
+    assert body["seen_tokens"] == sum(p["tokens"] for p in body["parts"])
+    assert body["window"] == 3300
+    # Record entries point at their place in the record; literals are not in it.
+    assert [v["index"] for v in body["view"][:-1]] == list(range(len(body["view"]) - 1))
+    assert body["view"][-1]["index"] is None
+
+
+async def test_a_cleared_result_and_its_recall_handle(recorded: Any) -> None:
+    _, client, model, session = recorded
+    cleared_turns = []
+    for turn in range(1, 8):
+        body = (await client.get(f"/api/sessions/{session}/turns/{turn}/context")).json()
+        if body["cleared"]:
+            cleared_turns.append((turn, body))
+    assert cleared_turns, "the small window never cleared a result"
+    turn, body = cleared_turns[0]
+    marker = body["cleared"][0]
+    assert marker["kind"] == "cleared"
+    assert marker["recall"] == marker["call_id"]  # a cleared result is recalled by call id
+    assert marker["original_tokens"] > marker["tokens"]
+    shown = next(v for v in body["view"] if v["source"] == "cleared")
+    assert shown["recall"] == marker["call_id"]
+    assert "recall_tool_result" in shown["entry"]["output"]
+    # The same marker is what the provider received in that call.
+    sent = model.views[turn - 1]
+    assert entry_to_dict(sent[body["view"].index(shown)]) == shown["entry"]
+    assert body["compactions"] and body["compactions"][0]["tokens_after"] > 0
+
+
+async def test_workspace_decisions_with_their_rules(recorded: Any) -> None:
+    _, client, _, session = recorded
+
+    async def decisions(turn: int) -> list[tuple[str, str, str, str, str | None]]:
+        body = (await client.get(f"/api/sessions/{session}/turns/{turn}/context")).json()
+        return [
+            (p["subject"], p["op"], p["decision"], p["rule"], p["pattern"])
+            for p in body["permissions"]
+        ]
+
+    assert await decisions(2) == [("notes1.txt", "read", "allow", "read_inside", None)]
+    assert await decisions(3) == [("private/key.txt", "read", "deny", "path_rules", "private")]
+    assert ("ls", "run", "ask", "shell_default", None) in await decisions(4)
+    body = (await client.get(f"/api/sessions/{session}/turns/4/context")).json()
+    assert [(a["call_id"], a["decision"]) for a in body["approvals"]] == [("s1", "denied")]
+
+
+async def test_storage_grows_with_changes_not_with_the_transcript(
+    tmp_path: Path, asgi_client: Any
+) -> None:
+    """A 60-message chat (60 runs): the bytes logged for a late turn stay those of an early
+    one although the transcript it points into is 60 times longer."""
+    model = ScriptedProvider([text(f"reply {i} " + "y" * 400) for i in range(60)])
+    agent = Agent(name="helper", instructions="Be brief. " * 40, model=model)
+    app = create_app(agent, db_path=tmp_path / "c.db", generate_titles=False)
+    client = await asgi_client(app)
+    session = await _chat(client, "message 0 " + "z" * 400)
+    sizes = []
+    for i in range(1, 60):
+        await _chat(client, f"message {i} " + "z" * 400, session)
+        if i in (2, 50):
+            body = (await client.get(f"/api/sessions/{session}/turns/1/context")).json()
+            sizes.append((body["stored_bytes"], len(body["view"]), body["record_tokens"]))
+    (early, early_len, _), (late, late_len, late_tokens) = sizes
+    assert late_len > 20 * early_len // 2  # the view really grew: ~100 entries
+    assert late <= early + 16  # the record of a call: a range and numbers, not the view
+    assert late < late_tokens  # far below the size of what it stands for
+
+
+async def test_a_run_without_a_recording_is_estimated(recorded: Any) -> None:
+    """A run logged before the recorder existed: the record's estimate, and ``missing``."""
+    app, _, _, session = recorded
+    store = app.state.lovia.store
+
+    class Unrecorded:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(store, name)
+
+        async def read_events(self, run_id: str, after: int = 0) -> list[Any]:
+            events = await store.read_events(run_id, after=after)
+            return [e for e in events if e.type not in PRIVATE_RECORDS]
+
+    body = await turn_context(Unrecorded(), app.state.lovia.agents, session, 2)  # type: ignore[arg-type]
+    assert body.source == "estimated"
+    assert body.view == [] and body.call_usage is None
+    assert any("cached tokens" in m for m in body.missing)
+    parts = {p.name: p for p in body.parts}
+    assert parts["reminders"].tokens is None
+    assert parts["history"].entries >= 1
 
 
 @pytest.mark.parametrize(
@@ -76,8 +226,28 @@ async def test_a_turn_shows_parts_approvals_and_what_is_not_recorded(inspected: 
         ("/api/sessions/bad%20id/turns/1/context", 422),
     ],
 )
-async def test_bad_requests(inspected: Any, path: str, status: int) -> None:
-    client, session = inspected
+async def test_bad_requests(tmp_path: Path, asgi_client: Any, path: str, status: int) -> None:
+    agent = Agent(
+        name="helper",
+        model=ScriptedProvider([call("deploy", {"env": "prod"}, call_id="c1"), text("done")]),
+        tools=[deploy],
+    )
+    app = create_app(agent, db_path=tmp_path / "c.db", approval_timeout=0.05, generate_titles=False)
+    client = await asgi_client(app)
+    session = await _chat(client, "ship it")
     r = await client.get(path.replace("{s}", session))
     assert r.status_code == status, r.text
     assert "Traceback" not in r.text
+    if status == 404:
+        assert r.json()["detail"]
+
+
+async def test_another_sessions_run_is_not_found(tmp_path: Path, asgi_client: Any) -> None:
+    agent = Agent(name="helper", model=ScriptedProvider([text("one"), text("two")]))
+    client = await asgi_client(create_app(agent, db_path=tmp_path / "c.db", generate_titles=False))
+    first = await _chat(client, "a")
+    second = await _chat(client, "b")
+    theirs = (await client.get(f"/api/sessions/{second}/turns/1/context")).json()["run_id"]
+    r = await client.get(f"/api/sessions/{first}/turns/1/context?run_id={theirs}")
+    assert r.status_code == 404
+    assert "has no run" in r.text
