@@ -43,10 +43,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from itertools import compress, count, islice
+from operator import is_not
 from typing import TYPE_CHECKING, Any
 
 from lovia.plugin import PluginInstance
 from lovia.providers.base import FinishDelta, ModelDelta, ModelSettings, UsageDelta
+from lovia.runtime._views import ViewWithTail
 from lovia.transcript import (
     InputEntry,
     ToolCallEntry,
@@ -71,6 +74,7 @@ __all__ = [
     "Sink",
     "ViewRecorder",
     "classify_literal",
+    "entry_mark",
     "record_views",
 ]
 
@@ -121,7 +125,7 @@ def classify_literal(entry: TranscriptEntry, *, trailing: bool) -> tuple[str, st
     return ("reminder" if trailing else "injected"), None
 
 
-def _mark(entry: TranscriptEntry) -> str:
+def entry_mark(entry: TranscriptEntry) -> str:
     """A small mark of an entry: its type and call id or role (the alignment check)."""
     if isinstance(entry, (ToolResultEntry, ToolCallEntry)):
         return f"{entry.type}:{entry.call_id}"
@@ -229,11 +233,13 @@ class ViewRecorder:
         """``provider.stream(...)`` forwarded unchanged; the call is logged when it ends."""
         if self._ctx is not None:
             self._watch_workspace(self._ctx)
-        await self.flush()
+        if self._decisions:
+            await self.flush()
         data = self.encode(view, tools, response_format, provider)
         usage: Usage | None = None
         finish: str | None = None
         status = "failed"
+        exhausted = False
         stream = provider.stream(
             view, tools=tools, response_format=response_format, settings=settings
         )
@@ -246,12 +252,13 @@ class ViewRecorder:
                     finish = delta.reason  # type: ignore[union-attr]  # narrowed by kind
                     status = "completed"
                 yield delta
+            exhausted = True
         except GeneratorExit:
             status = "abandoned" if status != "completed" else status
             raise
         finally:
-            close = getattr(stream, "aclose", None)
-            if close is not None:
+            close = None if exhausted else getattr(stream, "aclose", None)
+            if close is not None:  # an abandoned or failed stream releases its connection
                 await close()
             data["usage"] = _usage_dict(usage)
             data["finish"] = finish
@@ -271,25 +278,7 @@ class ViewRecorder:
         entries: list[TranscriptEntry] = ctx.entries if ctx is not None else []
         self._sync_index(entries)
         n = len(entries)
-        raw: list[Any] = []  # ranges as [a, b], literals as the entry itself
-        index = self._index
-        start = expect = -1
-        for e in view:
-            if 0 <= expect < n and entries[expect] is e:
-                expect += 1  # the common case: the range goes on
-                continue
-            pos = index.get(id(e))
-            if pos is not None and pos < n and entries[pos] is e:
-                if start >= 0:
-                    raw.append([start, expect])
-                start, expect = pos, pos + 1
-                continue
-            if start >= 0:
-                raw.append([start, expect])
-                start = expect = -1
-            raw.append(e)
-        if start >= 0:
-            raw.append([start, expect])
+        raw = self._segments(_as_list(view), entries)
         last_range = max((i for i, s in enumerate(raw) if isinstance(s, list)), default=-1)
         new_lits: list[dict[str, Any]] = []
         segs = [
@@ -312,7 +301,7 @@ class ViewRecorder:
         if self._calls == 1:
             data["start"] = True
         if n:
-            data["last"] = _mark(entries[-1])
+            data["last"] = entry_mark(entries[-1])
         if new_lits:
             data["lits"] = new_lits
         head = self._head
@@ -329,6 +318,40 @@ class ViewRecorder:
         if model != self._model:
             self._model = data["model"] = model
         return data
+
+    def _segments(self, view: list[TranscriptEntry], entries: list[TranscriptEntry]) -> list[Any]:
+        """The view as ranges ``[a, b]`` of the transcript and literal entries.
+
+        Runs of entries shared with the transcript are measured at C speed: two slices
+        compared with ``==`` (identity short-cuts each item; an entry equal to the record's
+        is the record's as far as the model can tell), else the first entry that is not
+        the record's, found with ``map(is_not, ...)`` and ``compress``. Only a range's first
+        entry and each literal cost a step here: O(segments) Python steps, O(view) C work.
+        """
+        raw: list[Any] = []
+        index = self._index
+        n = len(entries)
+        size = len(view)
+        i = 0
+        while i < size:
+            e = view[i]
+            pos = index.get(id(e))
+            if pos is None or pos >= n or entries[pos] is not e:
+                raw.append(e)
+                i += 1
+                continue
+            limit = min(size - i, n - pos)
+            mine, theirs = view[i : i + limit], entries[pos : pos + limit]
+            if mine == theirs:  # the common case: item by item, identity first, in C
+                run = limit
+            else:
+                run = next(compress(count(), map(is_not, mine, theirs)), limit)
+            if raw and isinstance(raw[-1], list) and raw[-1][1] == pos:
+                raw[-1][1] = pos + run
+            else:
+                raw.append([pos, pos + run])
+            i += run
+        return raw
 
     def _sync_index(self, entries: list[TranscriptEntry]) -> None:
         """Index the transcript's new entries (it only grows, but for its head)."""
@@ -369,6 +392,17 @@ class ViewRecorder:
             self._lit_objs.clear()
         self._lit_objs[id(entry)] = (entry, lit)
         return lit
+
+
+def _as_list(view: Sequence[TranscriptEntry]) -> list[TranscriptEntry]:
+    """The view as a list, copied at C speed: a ``ViewWithTail`` (the loop's view plus view
+    injectors' entries) iterates in Python, so its base and tail are taken apart."""
+    if type(view) is ViewWithTail:
+        base, size, tail = view._base, view._size, view._tail  # (private: read, never changed)
+        out = base[:size] if isinstance(base, list) else list(islice(base, size))
+        out.extend(tail)
+        return out
+    return view if isinstance(view, list) else list(view)
 
 
 def _merge(old: Usage | None, new: Usage) -> Usage:
