@@ -29,10 +29,11 @@ Decisions the chat's workspace session made (``lovia.workspace.PermissionDecisio
 the rule that decided) are buffered with the turn they happened in and logged as
 ``context_permissions`` records before the next call and at the run's end.
 
-Per call the recorder walks the view once (identity checks, a dict lookup where a range
-breaks) and the transcript's new entries once; it serialises only new literals. Both
-record types are private: the SSE stream sends them as empty ``context`` frames (ids stay
-contiguous) and AG-UI drops them (``PRIVATE_RECORDS``).
+Per call the recorder indexes the transcript's new entries, compares the view with the
+transcript run by run at C speed (O(segments) Python steps), and serialises only new
+literals; ``benchmarks/bench_recorder.py`` measures it. Both record types are private: the
+SSE stream sends them as empty ``context`` frames (ids stay contiguous) and AG-UI drops
+them (``PRIVATE_RECORDS``).
 
 Not recorded: a model given as a ``"vendor:model"`` string (the runner builds and closes
 that provider itself), and blocking chats (``POST /api/chat`` keeps no event log).
