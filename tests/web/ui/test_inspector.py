@@ -251,3 +251,27 @@ async def test_another_sessions_run_is_not_found(tmp_path: Path, asgi_client: An
     r = await client.get(f"/api/sessions/{first}/turns/1/context?run_id={theirs}")
     assert r.status_code == 404
     assert "has no run" in r.text
+
+
+async def test_a_handoff_targets_calls_are_recorded(tmp_path: Path, asgi_client: Any) -> None:
+    second = ScriptedProvider([text("from b")], model="model-b")
+    target = Agent(name="b", instructions="You are b.", model=second)
+    first = ScriptedProvider([call("transfer_to_b", {}, call_id="h1")], model="model-a")
+    agent = Agent(name="a", instructions="You are a.", model=first, handoffs=[target])
+    app = create_app(agent, db_path=tmp_path / "c.db", generate_titles=False)
+    client = await asgi_client(app)
+    session = await _chat(client, "go to b")
+    body = (await client.get(f"/api/sessions/{session}/turns/2/context")).json()
+    assert body["model"] == "scripted:model-b"
+    assert _view_as_sent(body["view"]) == [entry_to_dict(e) for e in second.views[0]]
+    assert body["view"][0]["entry"]["content"].startswith("You are b.")
+
+
+def test_ag_ui_drops_the_recorders_records() -> None:
+    from lovia.web.encoders.agui import AguiEncoder
+    from lovia.web.eventlog import EventRecord
+
+    encoder = AguiEncoder("thread", "run")
+    for kind in sorted(PRIVATE_RECORDS):
+        assert encoder.events_of(EventRecord("r", 1, kind, {"turn": 1})) == []
+    assert encoder.events_of(EventRecord("r", 2, "handoff", {"from": "a", "to": "b"}))
