@@ -214,19 +214,18 @@ async def test_a_run_without_a_recording_is_estimated(recorded: Any) -> None:
     assert parts["history"].entries >= 1
 
 
-@pytest.mark.parametrize(
-    ("path", "status"),
-    [
-        ("/api/sessions/nope/turns/1/context", 404),
-        ("/api/sessions/{s}/turns/9/context", 404),
-        ("/api/sessions/{s}/turns/0/context", 422),
-        ("/api/sessions/{s}/turns/x/context", 422),
-        ("/api/sessions/{s}/turns/1/context?run_id=" + "a" * 32, 404),
-        ("/api/sessions/{s}/turns/1/context?run_id=../../x", 422),
-        ("/api/sessions/bad%20id/turns/1/context", 422),
-    ],
-)
-async def test_bad_requests(tmp_path: Path, asgi_client: Any, path: str, status: int) -> None:
+BAD_REQUESTS = [
+    ("/api/sessions/nope/turns/1/context", 404),
+    ("/api/sessions/{s}/turns/9/context", 404),
+    ("/api/sessions/{s}/turns/0/context", 422),
+    ("/api/sessions/{s}/turns/x/context", 422),
+    ("/api/sessions/{s}/turns/1/context?run_id=" + "a" * 32, 404),
+    ("/api/sessions/{s}/turns/1/context?run_id=../../x", 422),
+    ("/api/sessions/bad%20id/turns/1/context", 422),
+]
+
+
+async def test_bad_requests(tmp_path: Path, asgi_client: Any) -> None:
     agent = Agent(
         name="helper",
         model=ScriptedProvider([call("deploy", {"env": "prod"}, call_id="c1"), text("done")]),
@@ -235,11 +234,12 @@ async def test_bad_requests(tmp_path: Path, asgi_client: Any, path: str, status:
     app = create_app(agent, db_path=tmp_path / "c.db", approval_timeout=0.05, generate_titles=False)
     client = await asgi_client(app)
     session = await _chat(client, "ship it")
-    r = await client.get(path.replace("{s}", session))
-    assert r.status_code == status, r.text
-    assert "Traceback" not in r.text
-    if status == 404:
-        assert r.json()["detail"]
+    for path, status in BAD_REQUESTS:
+        r = await client.get(path.replace("{s}", session))
+        assert r.status_code == status, (path, r.text)
+        assert "Traceback" not in r.text
+        if status == 404:
+            assert r.json()["detail"] and r.json()["hint"], path  # says what to do
 
 
 async def test_another_sessions_run_is_not_found(tmp_path: Path, asgi_client: Any) -> None:
