@@ -4,6 +4,7 @@ recorded before it existed."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -275,3 +276,38 @@ def test_ag_ui_drops_the_recorders_records() -> None:
     for kind in sorted(PRIVATE_RECORDS):
         assert encoder.events_of(EventRecord("r", 1, kind, {"turn": 1})) == []
     assert encoder.events_of(EventRecord("r", 2, "handoff", {"from": "a", "to": "b"}))
+
+
+async def test_a_long_run_logs_what_changed_per_turn() -> None:
+    """60 turns of 2 KB results under a window that clears them: each call logs what
+    changed (its ranges, the markers new in it) while the record grows past 120 KB."""
+    from lovia import Runner, tool
+    from lovia.web.recorder import record_views
+
+    @tool
+    async def fetch(n: int) -> str:
+        """A 2 KB page."""
+        return f"page {n} " + "w" * 2000
+
+    logged: list[tuple[str, dict[str, Any]]] = []
+
+    async def sink(kind: str, data: dict[str, Any]) -> None:
+        logged.append((kind, data))
+
+    script = [call("fetch", {"n": i}) for i in range(59)] + [text("done")]
+    agent = Agent(
+        name="helper",
+        instructions="Read every page.",
+        model=ScriptedProvider(script),
+        tools=[fetch],
+        context_policy=Compaction(context_window=12_000, stages=[ClearToolResults()]),
+    )
+    result = await Runner.run(record_views(agent, sink), "go", max_turns=61)
+    views = [d for kind, d in logged if kind == "context_view"]
+    assert len(views) == 60
+    record = sum(len(json.dumps(entry_to_dict(e))) for e in result.entries)
+    assert record > 120_000
+    for data in views:  # a few numbers, plus each marker new in this call, once
+        assert len(json.dumps(data)) < 400 + 300 * len(data.get("lits", [])), data
+    assert sum(len(d.get("lits", [])) for d in views) > 20  # results were cleared
+    assert len(json.dumps(views[49])) < 400  # turn 50: a range and numbers
