@@ -311,3 +311,27 @@ async def test_a_long_run_logs_what_changed_per_turn() -> None:
         assert len(json.dumps(data)) < 400 + 300 * len(data.get("lits", [])), data
     assert sum(len(d.get("lits", [])) for d in views) > 20  # results were cleared
     assert len(json.dumps(views[49])) < 400  # turn 50: a range and numbers
+
+
+def test_literals_are_classified_by_lovia_contexts_own_markers() -> None:
+    from lovia.context.render import clear_marker, offload_marker, omission_marker, summary_entry
+    from lovia.context.state import OffloadRecord
+    from lovia.transcript import InputEntry, ToolResultEntry
+    from lovia.web.recorder import classify_literal
+
+    result = ToolResultEntry(call_id="c7", output="long output")
+    offload = OffloadRecord(preview="long", chars=11, digest="d" * 64)
+    assert classify_literal(clear_marker(result), trailing=False) == ("cleared", "c7")
+    assert classify_literal(clear_marker(result, recall=False), trailing=False) == (
+        "cleared",
+        None,
+    )
+    assert classify_literal(offload_marker(result, offload), trailing=False) == (
+        "offloaded",
+        "d" * 64,
+    )
+    assert classify_literal(summary_entry("so far"), trailing=False) == ("summary", None)
+    assert classify_literal(omission_marker([result]), trailing=False) == ("omitted", None)
+    note = InputEntry("user", "<system-reminder>x</system-reminder>")
+    assert classify_literal(note, trailing=True) == ("reminder", None)
+    assert classify_literal(note, trailing=False) == ("injected", None)

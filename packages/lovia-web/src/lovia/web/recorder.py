@@ -90,16 +90,26 @@ Sink = Callable[[str, dict[str, Any]], Awaitable[None]]
 _LITERAL_CACHE = 4096
 """Literal objects remembered by identity before the cache starts over (a reminder is a
 new object every call; content dedupe still finds it)."""
-_RECALL = re.compile(r'recall_tool_result\("([^"]+)"\)')
 
 
-def _summary_prefix() -> str:
+def _marker_prefixes() -> tuple[str, str, str, re.Pattern[str]]:
+    """What lovia-context's markers start with (rendered from its own functions, so a
+    rewording there cannot silently turn markers into ``injected`` entries here), and the
+    pattern of the recall call they name."""
     from lovia.context.prompts import SUMMARY_WRAPPER
+    from lovia.context.render import clear_marker, offload_marker
+    from lovia.context.state import OffloadRecord
+    from lovia.tools.recall import RECALL_TOOL_NAME
 
-    return SUMMARY_WRAPPER.split("{summary}", 1)[0]
+    blank = ToolResultEntry(call_id="", output="")
+    cleared = clear_marker(blank, recall=False).output.rstrip("]")
+    offloaded = offload_marker(blank, OffloadRecord(preview="", chars=0, digest=""), recall=False)
+    recall = re.compile(re.escape(RECALL_TOOL_NAME) + r'\("([^"]+)"\)')
+    summary = SUMMARY_WRAPPER.split("{summary}", 1)[0]
+    return cleared, offloaded.output.split("(", 1)[0], summary, recall
 
 
-_SUMMARY_PREFIX = _summary_prefix()
+_CLEARED_PREFIX, _OFFLOADED_PREFIX, _SUMMARY_PREFIX, _RECALL = _marker_prefixes()
 
 
 def classify_literal(entry: TranscriptEntry, *, trailing: bool) -> tuple[str, str | None]:
@@ -113,9 +123,9 @@ def classify_literal(entry: TranscriptEntry, *, trailing: bool) -> tuple[str, st
         text = entry.output
         found = _RECALL.search(text)
         handle = found.group(1) if found else None
-        if text.startswith("[Earlier tool result cleared"):
+        if text.startswith(_CLEARED_PREFIX):
             return "cleared", handle
-        if text.startswith("[Tool output offloaded"):
+        if text.startswith(_OFFLOADED_PREFIX):
             return "offloaded", handle
         return "replaced", handle
     if isinstance(entry, InputEntry) and isinstance(entry.content, str):
