@@ -335,3 +335,29 @@ def test_literals_are_classified_by_lovia_contexts_own_markers() -> None:
     note = InputEntry("user", "<system-reminder>x</system-reminder>")
     assert classify_literal(note, trailing=True) == ("reminder", None)
     assert classify_literal(note, trailing=False) == ("injected", None)
+
+
+async def test_a_garbled_recording_is_shown_as_far_as_it_goes(recorded: Any) -> None:
+    """A log edited by hand (or cut short) answers with what it can and says what is not
+    known, never a 500."""
+    from lovia.web.eventlog import EventRecord
+
+    app, _, _, session = recorded
+    store = app.state.lovia.store
+    garbled = {"turn": 1, "start": True, "n": 10_000, "last": "x", "segs": [[0, 1], 5, "x"]}
+
+    class Garbled:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(store, name)
+
+        async def read_events(self, run_id: str, after: int = 0) -> list[Any]:
+            events = await store.read_events(run_id, after=after)
+            extra = EventRecord(run_id, events[-1].seq + 1, "context_view", garbled)
+            return [*events, extra]
+
+    body = await turn_context(Garbled(), app.state.lovia.agents, session, 1)  # type: ignore[arg-type]
+    assert body.source == "recorded"
+    assert [v.source for v in body.view] == ["record"]  # head unknown: no system text
+    assert body.view[0].entry is None  # the record does not line up with n
+    assert any("no longer lines up" in m for m in body.missing)
+    assert any("literal 5" in m for m in body.missing)

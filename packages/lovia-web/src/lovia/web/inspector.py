@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast, get_args
 
 from lovia.agent import Agent
 from lovia.transcript import (
@@ -343,8 +343,11 @@ def _decode(records: Sequence[EventRecord]) -> _Recording:
         else:
             lits = dict(lits)  # a call keeps the literals known at its time
         for lit in data.get("lits", []):
-            lits[int(lit["id"])] = lit
-        segs = segs[: int(data.get("keep", 0))] + list(data.get("segs", []))
+            if isinstance(lit, dict) and isinstance(lit.get("id"), int):
+                lits[lit["id"]] = lit
+        segs = segs[: int(data.get("keep", 0))] + [
+            s for s in data.get("segs", []) if isinstance(s, int) or _is_range(s)
+        ]
         if "system" in data:
             system = data["system"]
         if "tools" in data:
@@ -367,6 +370,10 @@ def _decode(records: Sequence[EventRecord]) -> _Recording:
             )
         )
     return out
+
+
+def _is_range(seg: object) -> bool:
+    return isinstance(seg, list) and len(seg) == 2 and all(isinstance(x, int) for x in seg)
 
 
 async def _stored_record(
@@ -484,6 +491,7 @@ def _common(
 
 
 _MARKERS = frozenset({"cleared", "offloaded", "replaced"})
+_SOURCES = frozenset(get_args(ViewSource))
 
 
 async def _recorded(
@@ -551,7 +559,8 @@ async def _recorded(
         if lit is None:  # a log trimmed by hand: say so rather than guess
             missing.append(f"literal {seg} of the view (its record was not found)")
             continue
-        kind: ViewSource = lit.get("kind", "injected")
+        found_kind = str(lit.get("kind"))
+        kind = cast("ViewSource", found_kind if found_kind in _SOURCES else "injected")
         try:
             literal: TranscriptEntry | None = entry_from_dict(lit.get("entry"))
         except ValueError:
