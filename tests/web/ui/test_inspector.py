@@ -361,3 +361,31 @@ async def test_a_garbled_recording_is_shown_as_far_as_it_goes(recorded: Any) -> 
     assert body.view[0].entry is None  # the record does not line up with n
     assert any("no longer lines up" in m for m in body.missing)
     assert any("literal 5" in m for m in body.missing)
+
+
+async def test_a_resumed_run_is_recorded_by_a_fresh_recorder(make_app: Any, serve: Any) -> None:
+    """A restart interrupts the run mid-tool; the resumed run (same id, same log) records
+    its calls with a new recorder, and both turns still show exactly what was sent."""
+    from tests.web.chat.conftest import post_stream
+    from tests.web.conftest import chat, gated_agent, until
+
+    gate, agent = gated_agent(text("back again"))
+    model = agent.model
+    assert isinstance(model, ScriptedProvider)
+    first = await serve(make_app(agent))
+    async with chat(first.client, "long job") as (session, frames):
+        await until(frames, "tool_call")
+    await gate.entered.wait()
+    await first.stop()
+    gate.open()
+    second = await serve(make_app(agent))
+    sid = session.data["session_id"]
+    await post_stream(second.client, "/api/chat/reconnect", params={"session_id": sid})
+    for turn in (1, 2):
+        r = await second.client.get(f"/api/sessions/{sid}/turns/{turn}/context")
+        body = r.json()
+        assert body["source"] == "recorded"
+        # (this scripted model reports no usage: the only thing not known)
+        assert [m.split(" (")[0] for m in body["missing"]] == ["the provider's usage for this call"]
+        sent = [entry_to_dict(e) for e in model.views[turn - 1]]
+        assert _view_as_sent(body["view"]) == sent, turn
