@@ -389,3 +389,34 @@ async def test_a_resumed_run_is_recorded_by_a_fresh_recorder(make_app: Any, serv
         assert [m.split(" (")[0] for m in body["missing"]] == ["the provider's usage for this call"]
         sent = [entry_to_dict(e) for e in model.views[turn - 1]]
         assert _view_as_sent(body["view"]) == sent, turn
+
+
+async def test_a_model_string_is_recorded_and_closed_at_the_runs_end(
+    tmp_path: Path, asgi_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``model="vendor:model"``: the wrapper builds the provider on first use and closes it
+    when the run ends (once), as the runner does for a provider it builds from a string."""
+    from lovia.providers import registry
+
+    built: list[Closing] = []
+
+    class Closing(ScriptedProvider):
+        closed = 0
+
+        async def aclose(self) -> None:
+            self.closed += 1
+
+    def factory(model: str, **_: Any) -> Closing:
+        built.append(Closing([text(f"reply {len(built)}")], model=model))
+        return built[-1]
+
+    monkeypatch.setitem(registry._registered, "rectest", factory)
+    agent = Agent(name="helper", instructions="Be brief.", model="rectest:m1")
+    app = create_app(agent, db_path=tmp_path / "c.db", generate_titles=False)
+    client = await asgi_client(app)
+    session = await _chat(client, "hello")
+    body = (await client.get(f"/api/sessions/{session}/turns/1/context")).json()
+    assert body["source"] == "recorded" and body["model"] == "scripted:m1"
+    assert _view_as_sent(body["view"]) == [entry_to_dict(e) for e in built[0].views[0]]
+    await _chat(client, "again", session)  # a new run builds (and closes) its own
+    assert [p.closed for p in built] == [1, 1]

@@ -35,8 +35,9 @@ literals; ``benchmarks/bench_recorder.py`` measures it. Both record types are pr
 SSE stream sends them as empty ``context`` frames (ids stay contiguous) and AG-UI drops
 them (``PRIVATE_RECORDS``).
 
-Not recorded: a model given as a ``"vendor:model"`` string (the runner builds and closes
-that provider itself), and blocking chats (``POST /api/chat`` keeps no event log).
+A model given as a ``"vendor:model"`` string is built by the wrapper on first use and
+closed when the run ends, as the runner does for such strings. Not recorded: blocking
+chats (``POST /api/chat`` keeps no event log).
 """
 
 from __future__ import annotations
@@ -178,6 +179,8 @@ class ViewRecorder:
         self._decisions: list[dict[str, Any]] = []
         self._unobserve: Callable[[], None] | None = None
         self._observed: object = None
+        self._owned: list[Provider] = []
+        """Providers built from a model string for this run: closed when it ends."""
 
     def __repr__(self) -> str:
         return f"ViewRecorder(calls={self._calls})"
@@ -224,12 +227,24 @@ class ViewRecorder:
             decisions, self._decisions = self._decisions, []
             await self._sink(CONTEXT_PERMISSIONS, {"decisions": decisions})
 
+    def own(self, provider: Provider) -> None:
+        """Close ``provider`` when the run ends (one built here from a model string)."""
+        self._owned.append(provider)
+
     async def aclose(self) -> None:
-        """The run ends: log what is buffered and stop watching the workspace."""
+        """The run ends: log what is buffered, stop watching the workspace, close the
+        providers built for the run. Called once per agent the run reached: idempotent."""
         if self._unobserve is not None:
             self._unobserve()
             self._unobserve = None
-        await self.flush()
+        owned, self._owned = self._owned, []
+        try:
+            await self.flush()
+        finally:
+            for provider in owned:
+                close = getattr(provider, "aclose", None)
+                if callable(close):
+                    await close()
 
     # -- one call ----------------------------------------------------------------------
 
@@ -456,28 +471,38 @@ class RecordingProvider:
 
     Attributes it does not define (``context_window``, ``estimate_tokens``, ...) are the
     inner provider's, so capability checks (``isinstance`` against the runtime-checkable
-    protocols) answer as they would for ``inner``.
+    protocols) answer as they would for ``inner``. A ``"vendor:model"`` string is built on
+    first use (after the recorder's plugin was set up, so the run's end closes it, as the
+    runner would have closed the provider it built from the string).
     """
 
-    def __init__(self, inner: Provider, recorder: ViewRecorder) -> None:
-        self._inner = inner
+    def __init__(self, inner: Provider | str, recorder: ViewRecorder) -> None:
+        self._spec = inner if isinstance(inner, str) else None
+        self._inner: Provider | None = None if isinstance(inner, str) else inner
         self._recorder = recorder
-        # Copied (the protocol declares plain attributes); a provider does not change them.
-        self.name = inner.name
-        self.model = inner.model
-        self.supports_json_schema = inner.supports_json_schema
+        if self._inner is not None:
+            # Copied (the protocol declares plain attributes): read every call, kept fast.
+            self.name = self._inner.name
+            self.model = self._inner.model
+            self.supports_json_schema = self._inner.supports_json_schema
 
     def __repr__(self) -> str:
-        return f"RecordingProvider({self._inner!r})"
+        return f"RecordingProvider({self._inner if self._inner is not None else self._spec!r})"
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("_inner", "_recorder"):
+        if name.startswith("__") or name in ("_inner", "_spec", "_recorder"):
             raise AttributeError(name)
-        return getattr(self._inner, name)
+        return getattr(self.inner, name)
 
     @property
     def inner(self) -> Provider:
-        """The wrapped provider."""
+        """The wrapped provider (built from the model string on first use)."""
+        if self._inner is None:
+            from lovia.providers.registry import provider_from_string
+
+            assert self._spec is not None
+            self._inner = provider_from_string(self._spec)
+            self._recorder.own(self._inner)
         return self._inner
 
     def stream(
@@ -488,13 +513,13 @@ class RecordingProvider:
         response_format: dict[str, Any] | None = None,
         settings: ModelSettings | None = None,
     ) -> AsyncIterator[ModelDelta]:
-        return self._recorder.stream(self._inner, entries, tools, response_format, settings)
+        return self._recorder.stream(self.inner, entries, tools, response_format, settings)
 
 
 def record_views(agent: Agent[Any], sink: Sink) -> Agent[Any]:
     """A clone of ``agent`` (and of the agents its handoffs reach) whose model calls are
-    recorded into ``sink``; ``agent`` itself when its model is not a ``Provider`` object."""
-    if agent.model is None or isinstance(agent.model, str):
+    recorded into ``sink``; ``agent`` itself when it has no model."""
+    if agent.model is None:
         return agent
     recorder = ViewRecorder(sink)
     plugin = recorder.plugin()
@@ -504,8 +529,8 @@ def record_views(agent: Agent[Any], sink: Sink) -> Agent[Any]:
         done = clones.get(id(original))
         if done is not None:
             return done
-        model = original.model
-        if model is not None and not isinstance(model, str):
+        model: Any = original.model
+        if model is not None:
             model = RecordingProvider(model, recorder)
         clone = clones[id(original)] = original.clone(
             model=model, plugins=(*original.plugins, plugin)
