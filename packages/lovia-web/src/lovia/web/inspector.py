@@ -21,9 +21,10 @@ UTF-8 bytes / 4 plus a per-entry overhead) against the window; the provider's in
 cached tokens for that call; the markers' recall handles; the permission decisions. The
 last call of the turn is shown (a retried call is counted in ``attempts``).
 
-A run logged before the recorder existed gets the old estimate from the record (``source="estimated"``), and ``missing`` lists what
-is not known. A recording whose record no longer lines up (the chat was rewound or
-edited since) keeps its literals and usage but not the record entries, and says so.
+A run logged before the recorder existed gets the old estimate from the record
+(``source="estimated"``), and ``missing`` lists what is not known. A recording whose
+record no longer lines up (the chat was rewound or edited since) keeps its literals and
+usage but not the record entries, and says so.
 """
 
 from __future__ import annotations
