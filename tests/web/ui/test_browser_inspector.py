@@ -18,9 +18,7 @@ from tests.web.ui.test_browser_chat import open_page, send
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-async def test_the_panel_shows_the_recorded_view(
-    page: Any, serve_ui: Any, tmp_path: Path
-) -> None:
+async def test_the_panel_shows_the_recorded_view(page: Any, serve_ui: Any, tmp_path: Path) -> None:
     root = tmp_path / "project"
     root.mkdir()
     (root / "notes.txt").write_text("the notes\n")
