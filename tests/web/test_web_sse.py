@@ -18,7 +18,10 @@ async def test_send_and_stream_a_reply(make_app: Any, serve: Any) -> None:
     server = await serve(make_app(scripted_agent(text("Hi ünï"))))
     async with chat(server.client, "hello") as (session, frames):
         rest = await until(frames, "done")
-    assert _events(rest) == ["turn_started"] + ["text_delta"] * 6 + ["message_completed", "done"]
+    # ``context``: the inspector's record of the model call, sent empty (its id counts).
+    deltas = ["text_delta"] * 6
+    assert _events(rest) == ["turn_started", *deltas, "context", "message_completed", "done"]
+    assert next(f for f in rest if f.event == "context").data == {}
     assert "".join(f.data["delta"] for f in rest if f.event == "text_delta") == "Hi ünï"
     assert [f.id for f in [session, *rest]] == [str(i) for i in range(len(rest) + 1)]
     assert rest[-1].data["status"] == "completed" and rest[-1].data["output"] == "Hi ünï"

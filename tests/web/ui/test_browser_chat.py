@@ -258,27 +258,6 @@ async def test_phone_width_layout(page: Any, serve_ui: Any) -> None:
     assert await p.locator("#menu-toggle").get_attribute("aria-expanded") == "false"
 
 
-async def test_the_context_inspector_shows_a_turn(page: Any, serve_ui: Any) -> None:
-    gate = Gate()
-    gate.open()
-    server = await serve_ui(scripted_agent(call("wait_gate"), text("inspected"), tools=[gate.tool]))
-    await open_page(page, server.url)
-    await send(page, "look inside")
-    p = page.page
-    await p.locator(".msg.assistant .md", has_text="inspected").wait_for()
-    await p.get_by_role("button", name="Context").click()
-    dialog = p.locator("#inspector")
-    await dialog.get_by_role("heading", name="What the model saw").wait_for()
-    assert await dialog.locator("#inspector-turn option").count() == 2
-    assert "Tool schemas" in await dialog.locator("table").inner_text()
-    assert "cached tokens" in await dialog.inner_text()
-    await p.select_option("#inspector-turn", "1")
-    await dialog.locator("li code", has_text="wait_gate").wait_for()
-    await page.shot("context-inspector")
-    await p.keyboard.press("Escape")
-    assert await dialog.is_hidden()
-
-
 class Paced:
     """A model whose reply streams only as fast as the test feeds it (``feed``/``end``)."""
 

@@ -1,26 +1,38 @@
-"""The context inspector: for one turn of a run, what the record holds and what is known of
-what the model saw, computed from what the server already keeps (never by re-running).
+"""The context inspector: for one turn of a run, what the model was sent, next to what the
+record holds, computed from what the server already keeps (never by re-running).
 
 Sources, all already stored:
 
 * the run's event log (``run_events``): turn boundaries, the entries each turn produced,
-  tool calls and results, approvals asked, compactions (with their token counts before and
-  after), the run's usage totals in ``done``;
-* the chat's stored transcript (completed runs), for the history before the run;
-* the agent as served: its instructions (when they are a string), its declared tools, the
-  provider's context window (when it knows it).
+  tool calls and results, approvals asked, compactions, the run's usage totals in
+  ``done``, and the recorder's ``context_view`` / ``context_permissions`` records
+  (``lovia.web.recorder``): per model call, the view sent as segments of the record plus
+  the literals that are not in it, the provider's reported usage, the tool schemas; per
+  turn, the workspace's permission decisions with the rule that decided;
+* the chat's stored transcript (``read_segments``: the history before the run and the
+  run's own segment) or, for a run still going, its checkpoint: the record the segments
+  point into;
+* the agent as served: the context window (when the policy or the provider knows it).
 
-Token counts are ``lovia.context.TokenCounter`` estimates (UTF-8 bytes / 4 plus a per-entry
-overhead), split by part. What the server does not keep is listed in ``missing`` rather
-than guessed: the exact view sent (view injectors' reminders are transient), the
-provider's per-turn input and cached tokens, results cleared or offloaded at view time,
-and workspace permission decisions with their rules.
+A recorded turn answers with the exact view: every entry marked ``system``, ``record``,
+``summary``, ``cleared``, ``offloaded``, ``omitted``, ``reminder`` (a view injector's),
+``replaced`` or ``injected``; its token estimate by part (``lovia.context.TokenCounter``:
+UTF-8 bytes / 4 plus a per-entry overhead) against the window; the provider's input and
+cached tokens for that call; the markers' recall handles; the permission decisions. The
+last call of the turn is shown (a retried call is counted in ``attempts``).
+
+A run logged before the recorder existed gets the old estimate from the record
+(``source="estimated"``), and ``missing`` lists what is not known. A recording whose
+record no longer lines up (the chat was rewound or edited since) keeps its literals and
+usage but not the record entries, and says so.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast, get_args
 
 from lovia.agent import Agent
 from lovia.transcript import (
@@ -33,15 +45,20 @@ from pydantic import BaseModel
 
 from .errors import NotFound
 from .eventlog import EventRecord
+from .recorder import CONTEXT_PERMISSIONS, CONTEXT_VIEW, entry_mark
 from .store.base import ChatStore
 
 __all__ = [
     "ApprovalSeen",
+    "CallUsage",
+    "ClearedSeen",
     "CompactionSeen",
     "PartTokens",
+    "PermissionSeen",
     "RunUsage",
     "ToolCallSeen",
     "TurnContext",
+    "ViewEntry",
     "turn_context",
 ]
 
@@ -57,8 +74,76 @@ NOT_RECORDED = {
 class PartTokens(BaseModel):
     name: Literal["system", "history", "tool_results", "reminders", "tool_schemas"]
     tokens: int | None
-    """Estimated tokens; ``None`` when the part is not recorded."""
+    """Estimated tokens; ``None`` when the part is not known."""
     entries: int = 0
+
+
+ViewSource = Literal[
+    "system",
+    "record",
+    "summary",
+    "cleared",
+    "offloaded",
+    "omitted",
+    "reminder",
+    "replaced",
+    "injected",
+]
+
+
+class ViewEntry(BaseModel):
+    """One entry of the view sent."""
+
+    source: ViewSource
+    """``system`` (the head) and ``record`` are the record's own entries; the rest are not
+    in the record: the context policy's (``summary``, ``cleared``, ``offloaded``,
+    ``omitted``, ``replaced``) or a view injector's (``reminder``, ``injected``)."""
+    index: int | None
+    """The entry's position in the record (the system head is 0); for a marker, the
+    position of the result it stands for; ``None`` when unknown."""
+    tokens: int | None
+    entry: dict[str, Any] | None
+    """The entry as sent (``lovia.transcript`` JSON); ``None`` when the record no longer
+    holds it."""
+    recall: str | None = None
+    """For a cleared or offloaded result: the handle ``recall_tool_result`` takes."""
+
+
+class CallUsage(BaseModel):
+    """What the provider reported for the turn's model call."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    scope: Literal["call"] = "call"
+
+
+class ClearedSeen(BaseModel):
+    """A result the view showed as a marker instead of its output."""
+
+    call_id: str
+    kind: Literal["cleared", "offloaded", "replaced"]
+    recall: str | None
+    index: int | None
+    """The position of the full result in the record."""
+    tokens: int | None
+    """The marker's estimated tokens."""
+    original_tokens: int | None
+    """The full result's estimated tokens (what the marker saved, with ``tokens``)."""
+
+
+class PermissionSeen(BaseModel):
+    """A workspace permission decision of the turn, with the rule that decided."""
+
+    kind: Literal["path", "command"]
+    subject: str
+    op: Literal["read", "write", "run"]
+    decision: Literal["allow", "ask", "deny"]
+    rule: str
+    pattern: str | None
+    enforced: bool
+    """Whether the operation itself was gated (``False``: the check ahead of it only)."""
 
 
 class RunUsage(BaseModel):
@@ -103,13 +188,28 @@ class TurnContext(BaseModel):
     turn: int
     turns: list[int]
     """The turns this run has logged."""
+    source: Literal["recorded", "estimated"]
+    """``recorded``: from what the model was sent; ``estimated``: from the record only."""
     window: int | None
     """The model's context window in tokens, when the provider knows it."""
     parts: list[PartTokens]
+    """The view's estimated tokens by part (``estimated``: the record's up to the turn)."""
     record_tokens: int
-    """The estimated size of the record up to this turn (the recorded parts)."""
+    """The estimated size of the record up to this turn's call."""
     seen_tokens: int | None
-    """The view's size after the turn's last compaction, when one happened (its estimate)."""
+    """The estimated size of the view sent (``estimated``: after the turn's last
+    compaction, when one happened)."""
+    model: str | None = None
+    """``provider:model`` of the recorded call."""
+    attempts: int = 0
+    """Model calls recorded for the turn (more than one after a retry); the last is shown."""
+    call_usage: CallUsage | None = None
+    """The provider's report for the call shown (input and cached tokens)."""
+    view: list[ViewEntry] = []
+    cleared: list[ClearedSeen] = []
+    permissions: list[PermissionSeen] = []
+    stored_bytes: int = 0
+    """Bytes the recorder logged for this turn (the compact form, not the view)."""
     usage: RunUsage | None
     compactions: list[CompactionSeen]
     approvals: list[ApprovalSeen]
@@ -199,6 +299,103 @@ def _approvals(records: Sequence[EventRecord]) -> list[ApprovalSeen]:
     return found
 
 
+@dataclass(slots=True)
+class _Call:
+    """One recorded model call, decoded."""
+
+    turn: int
+    segs: list[Any]
+    lits: dict[int, dict[str, Any]]
+    system: str | None
+    tools: dict[str, Any] | None
+    model: str | None
+    n: int
+    last: str | None
+    usage: dict[str, Any] | None
+    status: str
+    size: int
+
+
+@dataclass(slots=True)
+class _Recording:
+    calls: list[_Call] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _decode(records: Sequence[EventRecord]) -> _Recording:
+    """Replay the recorder's records: each call's full segment list and the literals then
+    known (a ``start`` record begins a new recorder: a resumed run)."""
+    out = _Recording()
+    lits: dict[int, dict[str, Any]] = {}
+    segs: list[Any] = []
+    system: str | None = None
+    tools: dict[str, Any] | None = None
+    model: str | None = None
+    for record in records:
+        data = record.data
+        if record.type == CONTEXT_PERMISSIONS:
+            out.decisions.extend(d for d in data.get("decisions", []) if isinstance(d, dict))
+            continue
+        if record.type != CONTEXT_VIEW:
+            continue
+        if data.get("start"):
+            lits, segs, system, tools, model = {}, [], None, None, None
+        else:
+            lits = dict(lits)  # a call keeps the literals known at its time
+        for lit in data.get("lits", []):
+            if isinstance(lit, dict) and isinstance(lit.get("id"), int):
+                lits[lit["id"]] = lit
+        segs = segs[: int(data.get("keep", 0))] + [
+            s for s in data.get("segs", []) if isinstance(s, int) or _is_range(s)
+        ]
+        if "system" in data:
+            system = data["system"]
+        if "tools" in data:
+            tools = data["tools"]
+        if "model" in data:
+            model = data["model"]
+        out.calls.append(
+            _Call(
+                turn=int(data.get("turn", 0)),
+                segs=segs,
+                lits=lits,
+                system=system,
+                tools=tools,
+                model=model,
+                n=int(data.get("n", 0)),
+                last=data.get("last"),
+                usage=data.get("usage"),
+                status=str(data.get("status", "")),
+                size=len(json.dumps(data, separators=(",", ":"), ensure_ascii=False)),
+            )
+        )
+    return out
+
+
+def _is_range(seg: object) -> bool:
+    return isinstance(seg, list) and len(seg) == 2 and all(isinstance(x, int) for x in seg)
+
+
+async def _stored_record(
+    store: ChatStore, session_id: str, run_id: str, records: Sequence[EventRecord]
+) -> list[TranscriptEntry]:
+    """The run's record without its system head: the history it started from and its
+    own entries (its stored segment, else its checkpoint, else what its log shows)."""
+    from lovia.runtime.resume import restored_entries
+    from lovia.session import read_segments
+
+    segments = await read_segments(store.session, session_id)
+    mine = next((i for i, seg in enumerate(segments) if seg.run_id == run_id), None)
+    if mine is not None:
+        history = [e for seg in segments[:mine] for e in seg.entries]
+        return history + list(segments[mine].entries)
+    history = [e for seg in segments for e in seg.entries]
+    snapshot = await store.checkpointer.load(run_id)
+    if snapshot is not None:
+        return history + restored_entries(snapshot)
+    return history + _entries_of(records)
+
+
 async def turn_context(
     store: ChatStore,
     agents: dict[str, Agent[Any]],
@@ -208,27 +405,258 @@ async def turn_context(
     run_id: str | None = None,
 ) -> TurnContext:
     """The inspector's answer for ``turn`` of ``run_id`` (default: the chat's latest run)."""
-    from lovia.context import TokenCounter
-    from lovia.transcript import entry_to_dict
-
     meta = await store.get_session(session_id)
     if meta is None:
-        raise NotFound(f"unknown session {session_id!r}")
+        raise NotFound(f"unknown session {session_id!r}", hint="list chats: GET /api/sessions")
     if run_id is None:
         run_id = meta.active_run_id or await store.latest_run(session_id)
     elif not await store.has_run(session_id, run_id):
-        raise NotFound(f"session {session_id!r} has no run {run_id!r}")
+        raise NotFound(
+            f"session {session_id!r} has no run {run_id!r}",
+            hint="omit run_id for the chat's latest run",
+        )
     if run_id is None:
-        raise NotFound(f"session {session_id!r} has no run to inspect")
+        raise NotFound(f"session {session_id!r} has no run to inspect", hint="send a message first")
     records = await store.read_events(run_id)
     spans = _turn_spans(records)
     if turn not in spans:
         known = ", ".join(map(str, sorted(spans))) or "none (its events were pruned)"
         raise NotFound(f"run {run_id!r} has no turn {turn}", hint=f"its turns: {known}")
-    start, end = spans[turn]
     agent = agents.get(meta.agent)
-    counter = TokenCounter()
+    recording = _decode(records)
+    calls = [c for c in recording.calls if c.turn == turn]
+    if not calls:
+        return await _estimated(store, agent, session_id, run_id, turn, records, spans)
+    return await _recorded(store, agent, session_id, run_id, turn, records, spans, recording)
 
+
+def _common(
+    agent: Agent[Any] | None,
+    records: Sequence[EventRecord],
+    spans: dict[int, tuple[int, int]],
+    turn: int,
+) -> dict[str, Any]:
+    """The fields both answers share: compactions, approvals, tool calls, produced entries,
+    the run's usage totals."""
+    from lovia.context import TokenCounter
+    from lovia.transcript import entry_to_dict
+
+    counter = TokenCounter()
+    start, end = spans[turn]
+    previous_start = max((s for s, _ in spans.values() if s < start), default=0)
+    compactions = [
+        CompactionSeen(
+            reason=str(r.data.get("reason", "")),
+            tokens_before=int(r.data.get("tokens_before", 0)),
+            tokens_after=int(r.data.get("tokens_after", 0)),
+            entries_before=int(r.data.get("entries_before", 0)),
+            entries_after=int(r.data.get("entries_after", 0)),
+            detail=[str(d) for d in r.data.get("detail", [])],
+        )
+        for r in records[previous_start:end]
+        if r.type == "context_compacted"
+    ]
+    done = next((r for r in records if r.type == "done"), None)
+    usage_data = done.data.get("usage") if done is not None else None
+    turn_records = records[start:end]
+    results_by_id = {r.data.get("call_id"): r.data for r in turn_records if r.type == "tool_result"}
+    tool_calls = []
+    for c in (r for r in turn_records if r.type == "tool_call"):
+        result = results_by_id.get(c.data.get("call_id"))
+        tool_calls.append(
+            ToolCallSeen(
+                call_id=str(c.data.get("call_id", "")),
+                name=str(c.data.get("name", "")),
+                is_error=bool(result.get("is_error")) if result is not None else None,
+                output_tokens=(
+                    counter.count_text(str(result.get("output", "")))
+                    if result is not None
+                    else None
+                ),
+            )
+        )
+    produced = [
+        entry_to_dict(e)
+        for e in _entries_of([r for r in turn_records if r.type == "message_completed"])
+    ]
+    return {
+        "turns": sorted(spans),
+        "window": _window(agent) if agent is not None else None,
+        "usage": RunUsage(**usage_data) if isinstance(usage_data, dict) else None,
+        "compactions": compactions,
+        "approvals": _approvals(turn_records),
+        "tool_calls": tool_calls,
+        "produced": produced,
+    }
+
+
+_MARKERS = frozenset({"cleared", "offloaded", "replaced"})
+_SOURCES = frozenset(get_args(ViewSource))
+
+
+async def _recorded(
+    store: ChatStore,
+    agent: Agent[Any] | None,
+    session_id: str,
+    run_id: str,
+    turn: int,
+    records: Sequence[EventRecord],
+    spans: dict[int, tuple[int, int]],
+    recording: _Recording,
+) -> TurnContext:
+    from lovia.context import TokenCounter
+    from lovia.transcript import entry_to_dict
+
+    calls = [c for c in recording.calls if c.turn == turn]
+    call = calls[-1]
+    counter = TokenCounter()
+    missing: list[str] = []
+    body = await _stored_record(store, session_id, run_id, records)
+    head = [InputEntry("system", call.system)] if call.system is not None else []
+    record: list[TranscriptEntry] = head + body
+    aligned = call.n <= len(record) and (
+        call.n == 0 or call.last is None or entry_mark(record[call.n - 1]) == call.last
+    )
+    if not aligned:
+        missing.append(
+            "the record entries of the view: the stored chat no longer lines up with the "
+            "recording (it was rewound or edited since)"
+        )
+    results_at = {
+        e.call_id: i for i, e in enumerate(record[: call.n]) if isinstance(e, ToolResultEntry)
+    }
+    view: list[ViewEntry] = []
+    cleared: list[ClearedSeen] = []
+    sums: dict[str, list[int]] = {name: [0, 0] for name in ("system", "history", "results")}
+    sums["reminders"] = [0, 0]
+
+    def add(part: str, tokens: int | None) -> None:
+        sums[part][0] += tokens or 0
+        sums[part][1] += 1
+
+    for seg in call.segs:
+        if isinstance(seg, list):
+            for pos in range(int(seg[0]), int(seg[1])):
+                source: ViewSource = "system" if head and pos == 0 else "record"
+                entry = record[pos] if aligned and pos < len(record) else None
+                tokens = counter.count_entry(entry) if entry is not None else None
+                view.append(
+                    ViewEntry(
+                        source=source,
+                        index=pos,
+                        tokens=tokens,
+                        entry=entry_to_dict(entry) if entry is not None else None,
+                    )
+                )
+                if source == "system":
+                    add("system", tokens)
+                elif isinstance(entry, ToolResultEntry):
+                    add("results", tokens)
+                else:
+                    add("history", tokens)
+            continue
+        lit = call.lits.get(int(seg))
+        if lit is None:  # a log trimmed by hand: say so rather than guess
+            missing.append(f"literal {seg} of the view (its record was not found)")
+            continue
+        found_kind = str(lit.get("kind"))
+        kind = cast("ViewSource", found_kind if found_kind in _SOURCES else "injected")
+        try:
+            literal: TranscriptEntry | None = entry_from_dict(lit.get("entry"))
+        except ValueError:
+            literal = None
+        tokens = counter.count_entry(literal) if literal is not None else None
+        index = None
+        if isinstance(literal, ToolResultEntry):
+            index = results_at.get(literal.call_id) if aligned else None
+        view.append(
+            ViewEntry(
+                source=kind,
+                index=index,
+                tokens=tokens,
+                entry=lit.get("entry"),
+                recall=lit.get("recall"),
+            )
+        )
+        if kind in _MARKERS and isinstance(literal, ToolResultEntry):
+            original = record[index] if index is not None else None
+            cleared.append(
+                ClearedSeen(
+                    call_id=literal.call_id,
+                    kind=kind,  # type: ignore[arg-type]  # one of _MARKERS
+                    recall=lit.get("recall"),
+                    index=index,
+                    tokens=tokens,
+                    original_tokens=counter.count_entry(original) if original else None,
+                )
+            )
+        if kind == "reminder":
+            add("reminders", tokens)
+        elif isinstance(literal, ToolResultEntry):
+            add("results", tokens)
+        else:
+            add("history", tokens)
+    tools = call.tools or {}
+    tool_tokens = tools.get("tokens")
+    parts = [
+        PartTokens(name="system", tokens=sums["system"][0], entries=sums["system"][1]),
+        PartTokens(name="history", tokens=sums["history"][0], entries=sums["history"][1]),
+        PartTokens(name="tool_results", tokens=sums["results"][0], entries=sums["results"][1]),
+        PartTokens(name="reminders", tokens=sums["reminders"][0], entries=sums["reminders"][1]),
+        PartTokens(
+            name="tool_schemas",
+            tokens=tool_tokens if isinstance(tool_tokens, int) else None,
+            entries=len(tools.get("names", [])),
+        ),
+    ]
+    usage = call.usage
+    if usage is None:
+        missing.append("the provider's usage for this call (the provider reported none)")
+    record_tokens = counter.count(record[: call.n]) if aligned else 0
+    seen: set[tuple[Any, ...]] = set()
+    permissions: list[PermissionSeen] = []
+    for d in recording.decisions:
+        if d.get("turn") != turn:
+            continue
+        key = (d.get("kind"), d.get("subject"), d.get("op"), d.get("decision"), d.get("rule"))
+        if key in seen:  # the gate repeating the check ahead of it
+            continue
+        seen.add(key)
+        permissions.append(PermissionSeen.model_validate(d))
+    return TurnContext(
+        session_id=session_id,
+        run_id=run_id,
+        turn=turn,
+        source="recorded",
+        parts=parts,
+        record_tokens=record_tokens,
+        seen_tokens=sum(p.tokens or 0 for p in parts),
+        model=call.model,
+        attempts=len(calls),
+        call_usage=CallUsage(**usage) if isinstance(usage, dict) else None,
+        view=view,
+        cleared=cleared,
+        permissions=permissions,
+        stored_bytes=sum(c.size for c in calls),
+        missing=missing,
+        **_common(agent, records, spans, turn),
+    )
+
+
+async def _estimated(
+    store: ChatStore,
+    agent: Agent[Any] | None,
+    session_id: str,
+    run_id: str,
+    turn: int,
+    records: Sequence[EventRecord],
+    spans: dict[int, tuple[int, int]],
+) -> TurnContext:
+    """A turn with no recording (a run from before the recorder): the record's estimate."""
+    from lovia.context import TokenCounter
+
+    start, _ = spans[turn]
+    counter = TokenCounter()
     stored = await store.session.load(session_id)
     run_entries = _entries_of(records)
     finished = any(r.type == "done" for r in records)
@@ -259,60 +687,16 @@ async def turn_context(
             name="tool_schemas", tokens=schema_tokens, entries=len(agent.tools) if agent else 0
         ),
     ]
-    previous_start = max((s for s, _ in spans.values() if s < start), default=0)
-    compactions = [
-        CompactionSeen(
-            reason=str(r.data.get("reason", "")),
-            tokens_before=int(r.data.get("tokens_before", 0)),
-            tokens_after=int(r.data.get("tokens_after", 0)),
-            entries_before=int(r.data.get("entries_before", 0)),
-            entries_after=int(r.data.get("entries_after", 0)),
-            detail=[str(d) for d in r.data.get("detail", [])],
-        )
-        for r in records[previous_start:end]
-        if r.type == "context_compacted"
-    ]
-    done = next((r for r in records if r.type == "done"), None)
-    usage_data = done.data.get("usage") if done is not None else None
-    usage = RunUsage(**usage_data) if isinstance(usage_data, dict) else None
-    turn_records = records[start:end]
-    calls = [r for r in turn_records if r.type == "tool_call"]
-    results_by_id = {r.data.get("call_id"): r.data for r in turn_records if r.type == "tool_result"}
-    tool_calls = [
-        ToolCallSeen(
-            call_id=str(c.data.get("call_id", "")),
-            name=str(c.data.get("name", "")),
-            is_error=(
-                bool(results_by_id[c.data.get("call_id")].get("is_error"))
-                if c.data.get("call_id") in results_by_id
-                else None
-            ),
-            output_tokens=(
-                counter.count_text(str(results_by_id[c.data.get("call_id")].get("output", "")))
-                if c.data.get("call_id") in results_by_id
-                else None
-            ),
-        )
-        for c in calls
-    ]
-    produced = [
-        entry_to_dict(e)
-        for e in _entries_of([r for r in turn_records if r.type == "message_completed"])
-    ]
-    recorded = sum(p.tokens or 0 for p in parts)
+    common = _common(agent, records, spans, turn)
+    compactions: list[CompactionSeen] = common["compactions"]
     return TurnContext(
         session_id=session_id,
         run_id=run_id,
         turn=turn,
-        turns=sorted(spans),
-        window=_window(agent) if agent is not None else None,
+        source="estimated",
         parts=parts,
-        record_tokens=recorded,
+        record_tokens=sum(p.tokens or 0 for p in parts),
         seen_tokens=compactions[-1].tokens_after if compactions else None,
-        usage=usage,
-        compactions=compactions,
-        approvals=_approvals(turn_records),
-        tool_calls=tool_calls,
-        produced=produced,
         missing=missing,
+        **common,
     )

@@ -70,6 +70,7 @@ from .approvals import ApprovalRegistry
 from .errors import CapacityExceeded, NotFound, RunConflict
 from .eventlog import EventRecord, RunLog, done_record, error_record, records_of
 from .hub import EventHub
+from .recorder import record_views
 from .titles import provisional_title
 from .workspaces import WorkspaceRegistry
 
@@ -564,6 +565,8 @@ class RunSupervisor:
             agent = await self.workspaces.agent_for(
                 run.session_id, run.runner_agent or self.agents[run.agent]
             )
+            # -- context inspector (lovia.web.recorder): log what each model call is sent --
+            agent = record_views(agent, run.log.put)
             todo_tools = _todo_tool_names(agent)
             handle = Runner.stream(
                 agent,

@@ -10,8 +10,17 @@ The protocols (``WorkspaceSession``, ``WorkspaceLike``, ``ShellExecutor``) live 
 from __future__ import annotations
 
 from .errors import FileTooLargeError, PermissionDeniedError, WorkspaceClosedError, WorkspaceError
-from .local import LocalWorkspaceSession
-from .policy import CommandRule, Decision, FileOp, PathRule, WorkspaceMode, WorkspacePolicy
+from .local import DecisionObserver, LocalWorkspaceSession
+from .policy import (
+    CommandRule,
+    Decision,
+    FileOp,
+    PathRule,
+    PermissionDecision,
+    Ruling,
+    WorkspaceMode,
+    WorkspacePolicy,
+)
 from .results import (
     CommandResult,
     DirEntry,
@@ -36,6 +45,7 @@ __all__ = [
     "CommandResult",
     "CommandRule",
     "Decision",
+    "DecisionObserver",
     "DirEntry",
     "DirListing",
     "EditResult",
@@ -49,10 +59,12 @@ __all__ = [
     "LocalWorkspace",
     "LocalWorkspaceSession",
     "PathRule",
+    "PermissionDecision",
     "PermissionDeniedError",
     "ProcessOutput",
     "ProcessStart",
     "ProcessStatus",
+    "Ruling",
     "Workspace",
     "WorkspaceClosedError",
     "WorkspaceError",

@@ -12,6 +12,12 @@ they expand to; a command reading a directory tree, ``grep -r`` or ``rg``, is de
 a denied entry lies beneath; a bare word that names a ``denied_paths`` entry or a secret
 file is denied even before the file exists). Per-process ``/proc`` paths are always
 refused.
+
+Observers (``add_observer``) receive every decision the session makes for a caller, with
+the rule that decided (``PermissionDecision``): ``decide_path``/``decide_command`` (the
+checks ahead of an operation) and the gate of each file operation and command. Walks
+inside an operation (a listing, a grep, a tree check) are not reported one by one. With
+no observer nothing is built.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import itertools
 import os
 import re
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -31,7 +37,14 @@ from ._files import decode_text, read_prefix, write_atomic
 from .command_guard import parse_command
 from .errors import FileTooLargeError, PermissionDeniedError, WorkspaceClosedError, WorkspaceError
 from .paths import ResolvedPath, is_proc_magic, relative_to_root, resolve_path
-from .policy import Decision, FileOp, WorkspacePolicy, most_restrictive
+from .policy import (
+    Decision,
+    FileOp,
+    PermissionDecision,
+    RuleTuple,
+    WorkspacePolicy,
+    strictest,
+)
 from .protocol import SandboxLauncher, ShellExecutor
 from .results import (
     CommandResult,
@@ -47,7 +60,10 @@ from .results import (
     WorkspaceLimits,
 )
 
-__all__ = ["LocalWorkspaceSession"]
+__all__ = ["DecisionObserver", "LocalWorkspaceSession"]
+
+DecisionObserver = Callable[[PermissionDecision], None]
+"""Called synchronously with each decision (keep it cheap; it must not raise)."""
 
 _DENY_HINT = (
     "the workspace policy forbids this; denied_paths, secret files and path rules beat "
@@ -93,6 +109,7 @@ class LocalWorkspaceSession:
         self._foreground: dict[int, asyncio.subprocess.Process | None] = {}
         self._processes: dict[str, _shell.BackgroundProcess] = {}
         self._spawned = 0
+        self._observers: tuple[DecisionObserver, ...] = ()
 
     @property
     def closed(self) -> bool:
@@ -135,16 +152,53 @@ class LocalWorkspaceSession:
         """How a path is shown: relative inside the root, absolute outside."""
         return resolved.rel if resolved.rel is not None else str(resolved.path)
 
+    # -- observers ---------------------------------------------------------------------
+
+    def add_observer(self, observer: DecisionObserver) -> Callable[[], None]:
+        """Call ``observer`` with every decision from now on; returns its remover."""
+        self._observers = (*self._observers, observer)
+
+        def remove() -> None:
+            self._observers = tuple(o for o in self._observers if o is not observer)
+
+        return remove
+
+    def _notify(
+        self,
+        kind: Literal["path", "command"],
+        subject: str,
+        op: Literal["read", "write", "run"],
+        ruling: RuleTuple,
+        *,
+        enforced: bool,
+    ) -> None:
+        decision = PermissionDecision(
+            kind=kind,
+            subject=subject,
+            op=op,
+            decision=ruling[0],
+            rule=ruling[1],
+            pattern=ruling[2],
+            enforced=enforced,
+        )
+        for observer in self._observers:
+            observer(decision)
+
+    # -- decisions ---------------------------------------------------------------------
+
     def _judge(self, resolved: ResolvedPath, op: FileOp) -> Decision:
+        return self._ruling(resolved, op)[0]
+
+    def _ruling(self, resolved: ResolvedPath, op: FileOp) -> RuleTuple:
         if is_proc_magic(resolved.path):
-            return "deny"
-        verdict = self.policy.decide_path(resolved.rel, resolved.path, op)
-        if op == "write" and verdict != "deny":
+            return ("deny", "proc", None)
+        ruling = self.policy.path_ruling(resolved.rel, resolved.path, op)
+        if op == "write" and ruling[0] != "deny":
             alias = self._venv_alias(resolved.path)
             if alias is not None:  # judged as the .venv/bin path commands run it from too
                 alias_rel = relative_to_root(alias, self.root)
-                verdict = most_restrictive(verdict, self.policy.decide_path(alias_rel, alias, op))
-        return verdict
+                ruling = strictest((ruling, self.policy.path_ruling(alias_rel, alias, op)))
+        return ruling
 
     def _venv_alias(self, path: Path) -> Path | None:
         """``path`` seen through a venv's bin dir, when ``.venv`` or ``venv`` (or its
@@ -165,16 +219,27 @@ class LocalWorkspaceSession:
     def decide_path(self, path: str, *, write: bool = False) -> Decision:
         """The verdict for reading (or writing) ``path``; never raises for a deny."""
         self._check_open()
-        return self._judge(self.resolve(path), "write" if write else "read")
+        resolved = self.resolve(path)
+        op: FileOp = "write" if write else "read"
+        ruling = self._ruling(resolved, op)
+        if self._observers:
+            self._notify("path", self.display(resolved), op, ruling, enforced=False)
+        return ruling[0]
 
     def decide_command(self, command: str, cwd: str = ".") -> Decision:
         """The verdict for ``command`` run in ``cwd``: static rules merged with path claims."""
         self._check_open()
-        static = self.policy.decide_command(command)
-        if static == "deny":
-            return "deny"
+        ruling = self._command_ruling(command, cwd)
+        if self._observers:
+            self._notify("command", command, "run", ruling, enforced=False)
+        return ruling[0]
+
+    def _command_ruling(self, command: str, cwd: str) -> RuleTuple:
+        static = self.policy.command_ruling(command)
+        if static[0] == "deny":
+            return static
         where = self.resolve(cwd)
-        verdicts = [static, self._judge(where, "read")]
+        verdicts = [static, self._ruling(where, "read")]
         parsed = parse_command(command)
         # Relative words are anchored at the cwd and at every directory a cd moves to.
         bases = [where.path]
@@ -185,38 +250,42 @@ class LocalWorkspaceSession:
             for base in anchors:
                 named = self._claim_target(claim.path, base)
                 if named is not None:
-                    verdicts.append(self._judge(named, claim.op))
+                    verdicts.append(self._ruling(named, claim.op))
                 for match in _glob(claim.path, base):
-                    verdicts.append(self._judge(self.resolve(match), claim.op))
+                    verdicts.append(self._ruling(self.resolve(match), claim.op))
         for word in parsed.recursive_reads:
             anchors = bases if not os.path.isabs(os.path.expanduser(word)) else bases[:1]
             for base in anchors:
                 tree = self._claim_target(word, base)
                 if tree is not None and tree.path.is_dir():
-                    verdicts.append(_listing.tree_verdict(self, tree.path))
+                    tree_verdict = _listing.tree_verdict(self, tree.path)
+                    verdicts.append((tree_verdict, "recursive_read", word))
         for tail in parsed.dynamic_tails:  # `$(pwd)/.env`: whatever the prefix, a secret
-            if self._hard_denied(self.root / tail.lstrip("/")):
-                verdicts.append("deny")
+            hard = self._hard_ruling(self.root / tail.lstrip("/"))
+            if hard is not None:
+                verdicts.append(hard)
         for word in parsed.bare_words:
             for base in bases:
                 candidate = base / word
                 if os.path.lexists(candidate):
-                    verdicts.append(self._judge(self.resolve(candidate), "read"))
-                elif self._hard_denied(candidate):
-                    verdicts.append("deny")  # `touch .env`, `tee .env` would create it
+                    verdicts.append(self._ruling(self.resolve(candidate), "read"))
+                else:
+                    hard = self._hard_ruling(candidate)
+                    if hard is not None:  # `touch .env`, `tee .env` would create it
+                        verdicts.append(hard)
                 for match in _glob(word, base):
-                    verdicts.append(self._judge(self.resolve(match), "read"))
-        return most_restrictive(*verdicts)
+                    verdicts.append(self._ruling(self.resolve(match), "read"))
+        return strictest(verdicts)
 
-    def _hard_denied(self, missing: Path) -> bool:
-        """Whether a path that does not exist yet would be a ``denied_paths`` entry or a
-        secret file.
+    def _hard_ruling(self, missing: Path) -> RuleTuple | None:
+        """The deny (with its rule) of a path that does not exist yet and would be a
+        ``denied_paths`` entry or a secret file; ``None`` when it would not.
 
         A bare word is one component under a resolved base, so the lexical path is where
         it would land (nothing to follow).
         """
         path = Path(os.path.normpath(missing))
-        return self.policy.hard_denied(relative_to_root(path, self.root), path)
+        return self.policy.hard_ruling(relative_to_root(path, self.root), path)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -229,7 +298,10 @@ class LocalWorkspaceSession:
         self._check_open()
         resolved = self.resolve(path)
         for op in ops:
-            if self._judge(resolved, op) == "deny":
+            ruling = self._ruling(resolved, op)
+            if self._observers:
+                self._notify("path", self.display(resolved), op, ruling, enforced=True)
+            if ruling[0] == "deny":
                 raise PermissionDeniedError(
                     f"{op} of {self.display(resolved)!r} is denied by the workspace policy",
                     hint=_DENY_HINT,
@@ -397,7 +469,10 @@ class LocalWorkspaceSession:
         self._check_open()
         if "\0" in command:
             raise WorkspaceError("the command contains a NUL byte", hint="remove it")
-        if self.decide_command(command, cwd) == "deny":
+        ruling = self._command_ruling(command, cwd)
+        if self._observers:
+            self._notify("command", command, "run", ruling, enforced=True)
+        if ruling[0] == "deny":
             raise PermissionDeniedError(
                 f"the command {command[:200]!r} is denied by the workspace policy",
                 hint=_COMMAND_DENY_HINT,

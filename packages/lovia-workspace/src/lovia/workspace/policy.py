@@ -54,12 +54,16 @@ __all__ = [
     "NOT_SECRET_SUFFIXES",
     "PROTECTED_RULES",
     "PathRule",
+    "PermissionDecision",
+    "RuleTuple",
+    "Ruling",
     "WorkspaceMode",
     "WorkspacePolicy",
     "expand_grants",
     "most_restrictive",
     "pattern_matches",
     "secret_matches",
+    "strictest",
 ]
 
 Decision = Literal["allow", "ask", "deny"]
@@ -104,6 +108,54 @@ def most_restrictive(*decisions: Decision) -> Decision:
         if _RANK[decision] > _RANK[best]:
             best = decision
     return best
+
+
+RuleTuple = tuple[Decision, str, str | None]
+"""``(decision, rule, pattern)``: the internal form of a ``Ruling`` (no object per decision)."""
+
+
+def strictest(rulings: Iterable[RuleTuple]) -> RuleTuple:
+    """The first most restrictive of ``rulings``, as ``most_restrictive`` picks a verdict;
+    an allow by default when there are none."""
+    best: RuleTuple = ("allow", "default", None)
+    rank = -1
+    for ruling in rulings:
+        if _RANK[ruling[0]] > rank:
+            best, rank = ruling, _RANK[ruling[0]]
+    return best
+
+
+@dataclass(frozen=True, slots=True)
+class Ruling:
+    """A verdict and the rule that decided it (``WorkspacePolicy.explain_path`` and
+    ``explain_command``)."""
+
+    decision: Decision
+    rule: str
+    """The setting that decided: ``denied_paths``, ``secret_paths``, ``path_rules``,
+    ``read_inside`` (reads inside the root), ``write``, ``read_outside``, ``write_outside``,
+    ``allow_shell``, ``command_decider``, ``command_rules`` or ``shell_default``; a session
+    adds ``proc`` (per-process ``/proc`` paths) and ``recursive_read`` (a tree a command
+    reads holds a denied entry, or is too big to check)."""
+    pattern: str | None = None
+    """The matching rule's pattern (or the word or path it was judged on), when there is one."""
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionDecision:
+    """One decision a workspace session made, as its observers receive it."""
+
+    kind: Literal["path", "command"]
+    subject: str
+    """The path as the session shows it (relative inside the root), or the command."""
+    op: Literal["read", "write", "run"]
+    decision: Decision
+    rule: str
+    """See ``Ruling.rule``."""
+    pattern: str | None
+    enforced: bool
+    """``True`` when the operation itself was gated; ``False`` for a check made ahead of it
+    (the tools' ``needs_approval`` predicates call ``decide_path``/``decide_command``)."""
 
 
 def _check_decision(value: object, what: str) -> Decision:
@@ -257,56 +309,82 @@ class WorkspacePolicy:
 
     def hard_denied(self, rel: str | None, path: Path) -> bool:
         """Whether any op on the path is denied before rules: ``denied_paths`` or a secret."""
-        if any(pattern_matches(p, rel, path, fold_case=True) for p in self.denied_paths):
-            return True
-        return self.is_secret(rel, path)
+        return self.hard_ruling(rel, path) is not None
+
+    def hard_ruling(self, rel: str | None, path: Path) -> RuleTuple | None:
+        """The deny of ``hard_denied`` with its rule (``denied_paths`` and the pattern, or
+        ``secret_paths``); ``None`` when the path is not hard denied."""
+        for pattern in self.denied_paths:
+            if pattern_matches(pattern, rel, path, fold_case=True):
+                return ("deny", "denied_paths", pattern)
+        if self.is_secret(rel, path):
+            return ("deny", "secret_paths", None)
+        return None
 
     def decide_path(self, rel: str | None, path: Path, op: FileOp) -> Decision:
         """The verdict for ``op`` on a resolved path (``rel`` is ``None`` outside the root)."""
-        if self.hard_denied(rel, path):
-            return "deny"
+        return self.path_ruling(rel, path, op)[0]
+
+    def explain_path(self, rel: str | None, path: Path, op: FileOp) -> Ruling:
+        """``decide_path`` with the rule that decided."""
+        return Ruling(*self.path_ruling(rel, path, op))
+
+    def path_ruling(self, rel: str | None, path: Path, op: FileOp) -> RuleTuple:
+        """``explain_path`` as a plain tuple (what the session's gate uses)."""
+        hard = self.hard_ruling(rel, path)
+        if hard is not None:
+            return hard
         for rule in self.path_rules:
             if op in rule.ops and rule.matches(rel, path):
-                return rule.action
+                return (rule.action, "path_rules", rule.pattern)
         if rel is not None:
-            return "allow" if op == "read" else self.write
-        return self.read_outside if op == "read" else self.write_outside
+            return ("allow", "read_inside", None) if op == "read" else (self.write, "write", None)
+        if op == "read":
+            return (self.read_outside, "read_outside", None)
+        return (self.write_outside, "write_outside", None)
 
     def decide_command(self, command: str) -> Decision:
         """The static verdict for ``command`` (rules and decider only, no path claims).
 
         Raises ``WorkspaceError`` for a command nesting substitutions too deeply to read.
         """
+        return self.command_ruling(command)[0]
+
+    def explain_command(self, command: str) -> Ruling:
+        """``decide_command`` with the rule that decided."""
+        return Ruling(*self.command_ruling(command))
+
+    def command_ruling(self, command: str) -> RuleTuple:
+        """``explain_command`` as a plain tuple."""
         if not self.allow_shell:
-            return "deny"
+            return ("deny", "allow_shell", None)
         if self.command_decider is not None:
             verdict = self.command_decider(command)
             if verdict in _RANK:
-                return verdict
+                return (verdict, "command_decider", None)
         segments = parse_command(command).segments
         if not segments:
-            return self.shell_default
-        return most_restrictive(*(self._decide_segment(words) for words in segments))
+            return (self.shell_default, "shell_default", None)
+        return strictest(self._segment_ruling(words) for words in segments)
 
-    def _decide_segment(self, words: tuple[str, ...]) -> Decision:
+    def _segment_ruling(self, words: tuple[str, ...]) -> RuleTuple:
         stripped = words
         while stripped and "=" in stripped[0] and stripped[0].split("=", 1)[0].isidentifier():
             stripped = stripped[1:]  # leading VAR=value assignments
-        verdict = self.shell_default
+        ruling: RuleTuple = (self.shell_default, "shell_default", None)
         rule = self._first_rule(stripped)
-        if rule is not None:
-            # An assignment (LD_PRELOAD=..., PATH=...) can change what an allowed binary
-            # does; it never earns more than the default.
-            allow_dodged = rule.action == "allow" and stripped != words
-            verdict = self.shell_default if allow_dodged else rule.action
+        # An assignment (LD_PRELOAD=..., PATH=...) can change what an allowed binary
+        # does; it never earns more than the default.
+        if rule is not None and not (rule.action == "allow" and stripped != words):
+            ruling = (rule.action, "command_rules", rule.pattern)
         # A wrapper (env, sudo, xargs...) or a directory prefix never dodges a deny or ask
         # rule: the command it really runs is judged too, and can only add restrictions.
         core = unwrapped(words)
         if core != stripped:
             inner = self._first_rule(core)
             if inner is not None:
-                verdict = most_restrictive(verdict, inner.action)
-        return verdict
+                ruling = strictest((ruling, (inner.action, "command_rules", inner.pattern)))
+        return ruling
 
     def _first_rule(self, words: tuple[str, ...]) -> CommandRule | None:
         return next((r for r in self.command_rules if r.matches(words)), None)

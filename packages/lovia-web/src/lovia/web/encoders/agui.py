@@ -57,6 +57,7 @@ from ag_ui.core import (
 from ag_ui.core.events import RunFinishedCancelledOutcome, RunFinishedInterruptOutcome
 
 from ..eventlog import EventRecord
+from ..recorder import PRIVATE_RECORDS
 
 if TYPE_CHECKING:
     from ..supervisor import RunSupervisor
@@ -155,8 +156,8 @@ class AguiEncoder:
 
     def events_of(self, record: EventRecord) -> list[BaseEvent]:
         """The AG-UI events ``record`` becomes (``[]`` once the AG-UI run has finished)."""
-        if self.finished:
-            return []
+        if self.finished or record.type in PRIVATE_RECORDS:
+            return []  # (the context inspector's records are not chat events)
         kind, data = record.type, record.data
         if kind == "turn_started":
             closing = self._close_all()

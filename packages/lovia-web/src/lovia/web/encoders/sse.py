@@ -1,7 +1,9 @@
 """Our SSE wire format: one frame per record, ``id:`` is the record's ``seq``.
 
 ``data`` is the record's JSON (non-ASCII kept readable); the ``event`` name is the record's
-type. The ``session`` frame that opens every stream is built here too.
+type. The ``session`` frame that opens every stream is built here too. The context
+inspector's records (``recorder.PRIVATE_RECORDS``) go out as an empty ``context`` frame:
+their content is the inspector's, but their id keeps the stream's ids contiguous.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 from sse_starlette import ServerSentEvent
 
 from ..eventlog import EventRecord
+from ..recorder import PRIVATE_RECORDS
 from ..store.sql import well_formed
 
 __all__ = ["json_data", "session_frame", "snapshot_frame", "sse_frame"]
@@ -24,6 +27,8 @@ def json_data(data: dict[str, Any]) -> str:
 
 
 def sse_frame(record: EventRecord) -> ServerSentEvent:
+    if record.type in PRIVATE_RECORDS:
+        return ServerSentEvent(data="{}", event="context", id=str(record.seq))
     return ServerSentEvent(data=json_data(record.data), event=record.type, id=str(record.seq))
 
 

@@ -41,6 +41,13 @@ const STRINGS = {
     cleared: "Cleared or offloaded results", permissions: "Permission decisions", nothing: "None.",
     missing: "Not recorded: {what}", copy: "Copy", copied: "Copied", diagram_note: "Mermaid diagram (shown as code)",
     show_more: "Show all", open: "Open",
+    source_recorded: "As the server recorded the call ({model}).", source_estimated: "Estimated from the record: this run was not recorded.",
+    provider_usage: "Reported by the provider", run_usage: "Whole run", attempts: "{n} calls this turn (retried); the last is shown.",
+    view_sent: "View sent ({n} entries)", not_in_record: "(no longer in the stored chat)", not_known: "Not known",
+    approvals: "Approvals", compactions: "Compactions", rule: "rule", checked: "checked ahead",
+    decision_allow: "allow", decision_ask: "ask", decision_deny: "deny",
+    src_system: "system", src_record: "record", src_summary: "summary", src_cleared: "cleared", src_offloaded: "offloaded",
+    src_omitted: "left out", src_reminder: "reminder", src_replaced: "replaced", src_injected: "injected",
   },
   zh: {
     skip: "跳到输入框", chats: "对话", new_chat: "新对话", search_label: "搜索对话",
@@ -82,6 +89,13 @@ const STRINGS = {
     cleared: "被清除或转存的结果", permissions: "权限决定", nothing: "无。",
     missing: "未记录：{what}", copy: "复制", copied: "已复制", diagram_note: "Mermaid 图（以代码显示）",
     show_more: "显示全部", open: "打开",
+    source_recorded: "服务器记录下的这次调用（{model}）。", source_estimated: "根据记录估算：此次运行没有记录。",
+    provider_usage: "服务商报告", run_usage: "整次运行", attempts: "本轮调用了 {n} 次（有重试），显示最后一次。",
+    view_sent: "发送的视图（{n} 条）", not_in_record: "（已不在保存的对话中）", not_known: "未知",
+    approvals: "审批", compactions: "压缩", rule: "规则", checked: "预先检查",
+    decision_allow: "允许", decision_ask: "询问", decision_deny: "拒绝",
+    src_system: "系统", src_record: "记录", src_summary: "摘要", src_cleared: "已清除", src_offloaded: "已转存",
+    src_omitted: "已省略", src_reminder: "提醒", src_replaced: "已替换", src_injected: "注入",
   },
 };
 

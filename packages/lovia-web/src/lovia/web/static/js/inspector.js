@@ -1,5 +1,7 @@
-// The context inspector: for a turn, the record's size by part against the window, what is
-// known of the view the model saw, approvals, and what the server does not keep.
+// The context inspector: for a turn, the view the model was sent (as the server recorded
+// it), its tokens by part against the window, the provider's reported usage, cleared
+// results with their recall handles, permission decisions with their rules, approvals.
+// A run recorded before the recorder existed shows the record's estimate instead.
 
 import { get } from "./api.js";
 import { h } from "./dom.js";
@@ -8,19 +10,55 @@ import { chat } from "./state.js";
 
 const dialog = document.getElementById("inspector");
 const button = document.getElementById("inspect-btn");
-const PARTS = ["system", "history", "tool_results", "reminders", "tool_schemas"];
+const PREVIEW = 160;
 
 function close() {
   dialog.hidden = true;
   button.focus();
 }
 
+/** The text an entry carries, for its preview (tool calls show name and arguments). */
+function entryText(entry) {
+  if (!entry) return t("not_in_record");
+  if (entry.type === "tool_call") return `${entry.name}(${entry.arguments})`;
+  const body = entry.type === "tool_result" ? entry.output : entry.content ?? entry.text ?? entry.summary;
+  if (typeof body === "string") return body;
+  if (Array.isArray(body)) return body.map((p) => (p.type === "text" ? p.text : `[${p.type}]`)).join("\n");
+  return JSON.stringify(entry);
+}
+
+function entryLabel(entry) {
+  if (!entry) return "?";
+  if (entry.type === "input") return entry.role;
+  if (entry.type === "tool_result") return `result ${entry.call_id}`;
+  if (entry.type === "tool_call") return `call ${entry.call_id}`;
+  return entry.type;
+}
+
+function viewRow(item, position) {
+  const text = entryText(item.entry);
+  const summary = h("summary", {},
+    h("span", { class: `badge src src-${item.source}`, text: t(`src_${item.source}`) }),
+    h("span", { class: "view-label", text: ` ${position + 1}. ${entryLabel(item.entry)}` }),
+    h("span", { class: "hint", text: ` · ${item.tokens ?? "?"} tok` }),
+    item.recall ? h("code", { class: "recall", text: ` recall_tool_result("${item.recall}")` }) : null,
+    h("span", { class: "view-preview", text: ` ${text.slice(0, PREVIEW).replace(/\s+/g, " ")}` }));
+  return h("li", { class: `view-item src-${item.source}` },
+    h("details", {}, summary, h("pre", { class: "view-text", text })));
+}
+
+function list(items, render) {
+  return items.length ? h("ul", {}, items.map(render)) : h("p", { class: "hint", text: t("nothing") });
+}
+
 async function show(turn) {
   const base = `/api/sessions/${encodeURIComponent(chat.sessionId)}`;
   const q = chat.runId ? `?run_id=${chat.runId}` : "";
   const data = await get(`${base}/turns/${turn}/context${q}`);
-  const total = data.window || Math.max(data.record_tokens, 1);
-  const meter = h("div", { class: "meter", role: "img", "aria-label": `${data.record_tokens} / ${data.window ?? "?"}` },
+  const recorded = data.source === "recorded";
+  const size = recorded ? data.seen_tokens : data.record_tokens;
+  const total = data.window || Math.max(size || 0, 1);
+  const meter = h("div", { class: "meter", role: "img", "aria-label": `${size} / ${data.window ?? "?"} ${t("window")}` },
     data.parts.map((p, i) => {
       const bar = h("span", { class: `p${i}`, title: `${t(`part_${p.name}`)}: ${p.tokens ?? "?"}` });
       bar.style.width = `${Math.min(100, ((p.tokens || 0) / total) * 100)}%`;
@@ -33,24 +71,49 @@ async function show(turn) {
     h("td", {}, h("span", { class: `swatch p${i}`, "aria-hidden": "true" }), t(`part_${p.name}`)),
     h("td", { text: p.tokens === null ? "—" : String(p.tokens) }),
     h("td", { text: p.entries ? String(p.entries) : "" })));
-  const list = (items, render) => (items.length ? h("ul", {}, items.map(render)) : h("p", { class: "hint", text: t("nothing") }));
-  dialog.replaceChildren(
+  const u = data.call_usage;
+  const usage = u
+    ? h("p", { class: "usage" },
+      `${t("provider_usage")}: ${t("input_tokens")} ${u.input_tokens} · ${t("cached_tokens")} ${u.cache_read_tokens}`
+      + ` · ${t("output_tokens")} ${u.output_tokens}`)
+    : data.usage
+      ? h("p", { class: "usage" }, `${t("run_usage")}: ${t("input_tokens")} ${data.usage.input_tokens} · ${t("output_tokens")} ${data.usage.output_tokens}`)
+      : null;
+  const cleared = list(data.cleared, (c) => h("li", {},
+    h("span", { class: `badge src src-${c.kind}`, text: t(`src_${c.kind}`) }), " ",
+    h("code", { text: c.call_id }),
+    ` ${c.original_tokens ?? "?"} → ${c.tokens ?? "?"} tok`,
+    c.recall ? h("code", { class: "recall", text: ` recall_tool_result("${c.recall}")` }) : null));
+  const permissions = list(data.permissions, (p) => h("li", {},
+    h("span", { class: `badge decision-${p.decision}`, text: t(`decision_${p.decision}`) }), " ",
+    h("code", { text: p.subject }), ` ${p.op} · ${t("rule")}: `,
+    h("code", { text: p.pattern ? `${p.rule} ${p.pattern}` : p.rule }),
+    p.enforced ? "" : ` (${t("checked")})`));
+  const shown = [
     h("div", { class: "row" },
       h("h2", { id: "inspector-title", text: t("inspector_title") }), select,
       h("button", { type: "button", class: "btn", text: t("close"), onclick: close })),
-    h("p", { text: `${data.record_tokens} / ${data.window ?? "?"} ${t("window")}${data.seen_tokens !== null ? ` · ${data.seen_tokens} after compaction` : ""}` }),
+    h("p", { class: "inspector-source hint", text: recorded ? t("source_recorded", { model: data.model ?? "?" }) : t("source_estimated") }),
+    h("p", { class: "inspector-size", text: `${size ?? "?"} / ${data.window ?? "?"} ${t("window")}` }),
     meter,
+    usage,
+    data.attempts > 1 ? h("p", { class: "hint", text: t("attempts", { n: data.attempts }) }) : null,
     h("h3", { text: t("by_part") }),
-    h("table", { class: "list" }, h("tbody", {}, rows)),
-    data.usage ? h("p", { text: `${t("input_tokens")}: ${data.usage.input_tokens} · ${t("output_tokens")}: ${data.usage.output_tokens} (run)` }) : null,
+    h("table", { class: "list inspector-parts" }, h("tbody", {}, rows)),
+    recorded ? h("h3", { text: t("view_sent", { n: data.view.length }) }) : null,
+    recorded ? h("ol", { class: "view-list" }, data.view.map(viewRow)) : null,
     h("h3", { text: t("cleared") }),
-    list(data.compactions, (c) => h("li", { text: `${c.reason}: ${c.tokens_before} → ${c.tokens_after} tokens; ${c.detail.join("; ")}` })),
+    cleared,
     h("h3", { text: t("permissions") }),
-    list(data.approvals, (a) => h("li", {}, h("code", { text: `${a.name}(${a.arguments})` }), ` ${t(a.decision === "approved" ? "approved" : a.decision === "denied" ? "denied" : "pending")}`)),
-    h("h3", { text: t("tool") }),
-    list(data.tool_calls, (c) => h("li", {}, h("code", { text: c.name }), ` ${c.output_tokens ?? "?"} tokens${c.is_error ? " (error)" : ""}`)),
-    h("h3", { text: t("missing", { what: "" }) }),
-    h("ul", {}, data.missing.map((m) => h("li", { class: "hint", text: m }))));
+    permissions,
+    h("h3", { text: t("approvals") }),
+    list(data.approvals, (a) => h("li", {}, h("code", { text: `${a.name}(${a.arguments})` }), ` ${t(a.decision)}`)),
+    h("h3", { text: t("compactions") }),
+    list(data.compactions, (c) => h("li", { text: `${c.reason}: ${c.tokens_before} → ${c.tokens_after}; ${c.detail.join("; ")}` })),
+    data.missing.length ? h("h3", { text: t("not_known") }) : null,
+    data.missing.length ? h("ul", {}, data.missing.map((m) => h("li", { class: "hint", text: m }))) : null,
+  ];
+  dialog.replaceChildren(...shown.filter((node) => node !== null));
   dialog.hidden = false;
   select.focus();
 }
