@@ -19,13 +19,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support import (  # noqa: F401 - the PostgreSQL fixtures
-    pg_dsn,
-    pg_dsn_or_none,
-    pg_schema,
-    port_open,
-    require,
-)
+from tests import support
+from tests.support import port_open, require
+
+# the shared PostgreSQL fixtures, for this folder's tests
+pg_dsn_or_none = support.pg_dsn_or_none
+pg_dsn = support.pg_dsn
+pg_schema = support.pg_schema
 
 ROOT = Path(__file__).resolve().parents[3]
 BROKER = os.environ.get("LOVIA_TEST_BROKER", "amqp://guest:guest@127.0.0.1:5672//")

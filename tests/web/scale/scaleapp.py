@@ -78,12 +78,12 @@ def build() -> FastAPI:
 
     @tool
     def quick() -> str:
-        """Answer at once."""
+        """Answer at once (noting which worker ran it)."""
+        with (folder / "quick.log").open("a") as f:
+            f.write(f"{os.getpid()}\n")
         return "quick"
 
-    agent = Agent(
-        name="helper", model=ConversationModel(), tools=[note, block, gated, quick]
-    )
+    agent = Agent(name="helper", model=ConversationModel(), tools=[note, block, gated, quick])
     engine = RunEngine(os.environ["LOVIA_SCALE_BROKER"], queue=os.environ["LOVIA_SCALE_QUEUE"])
     return create_app(
         agent,

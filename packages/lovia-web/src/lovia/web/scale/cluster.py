@@ -151,7 +151,7 @@ class Cluster:
             asyncio.create_task(self._send_events(), name="lovia-cluster-notify"),
         ]
         swept = await self.sweep_stale_runs()
-        self.engine.start(self.execute)
+        await self.engine.start(self.execute)
         return swept
 
     def _spawn(self, coro: Any) -> None:

@@ -35,6 +35,29 @@ _TASK = "lovia.web.run"
 _STOP_SECONDS = 15.0
 
 
+_WAKE_SECONDS = 0.2
+"""How often the consumer's loop wakes to see whether it was asked to stop."""
+
+
+def _waker_step() -> Any:
+    """A consumer bootstep that wakes the consumer's loop every ``_WAKE_SECONDS``: without a
+    timer its poll sleeps for seconds, and ``aclose`` (which can only set a flag, as the loop
+    owns its connection) would wait for it."""
+    from celery import bootsteps
+
+    class Waker(bootsteps.StartStopStep):  # type: ignore[misc]
+        requires = ("celery.worker.consumer.tasks:Tasks",)
+
+        def start(self, c: Any) -> None:
+            c.timer.call_repeatedly(_WAKE_SECONDS, _noop)
+
+    return Waker
+
+
+def _noop() -> None:
+    return None
+
+
 class RunRejected(Exception):
     """Raised by a task handler: give the task back to the broker for another worker."""
 
@@ -79,11 +102,13 @@ class RunEngine:
             worker_redirect_stdouts=False,
             broker_connection_retry_on_startup=True,
             task_publish_retry=True,
+            worker_enable_remote_control=False,  # no pidbox queue: nothing to control here
         )
         self._handler: Handler | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._worker: Any = None
         self._thread: threading.Thread | None = None
+        self._app.steps["consumer"].add(_waker_step())
         engine = self
 
         def run(payload: dict[str, Any]) -> None:
@@ -98,10 +123,13 @@ class RunEngine:
         """Publish a run (JSON ``payload``) for whichever worker is free first."""
         await asyncio.to_thread(self._task.apply_async, (payload,), queue=self.queue)
 
-    def start(self, handler: Handler) -> None:
-        """Start consuming on the running loop: each task runs ``handler(payload)`` there."""
+    async def start(self, handler: Handler, *, timeout: float = 30.0) -> None:
+        """Start consuming on the running loop (each task runs ``handler(payload)`` there);
+        returns once the consumer is on the queue, so a ready server takes its share of
+        runs. ``UserError`` when the broker cannot be reached within ``timeout``."""
         self._handler = handler
         self._loop = asyncio.get_running_loop()
+        ready = threading.Event()
         self._worker = self._app.WorkController(
             pool_cls="threads",
             concurrency=self.concurrency,
@@ -110,18 +138,39 @@ class RunEngine:
             without_mingle=True,
             without_gossip=True,
             loglevel="WARNING",
+            ready_callback=lambda consumer: ready.set(),  # its consumer is on the queue
         )
         self._thread = threading.Thread(target=self._worker.start, name="lovia-engine", daemon=True)
         self._thread.start()
+        if not await asyncio.to_thread(ready.wait, timeout):
+            await self.aclose()
+            raise UserError(
+                f"the run engine did not start within {timeout:g} s",
+                hint=f"check the message broker at {self._where()} is running",
+            )
+
+    def _where(self) -> str:
+        """The broker's address without its credentials."""
+        return self.broker.rsplit("@", 1)[-1]
 
     async def aclose(self) -> None:
         """Stop consuming; a task still running ends as its run does (the supervisor's
         shutdown interrupts it, and the task is handed back to the broker)."""
-        worker, thread = self._worker, self._thread
+        from celery.worker import state
+
+        thread = self._thread
         self._worker = self._thread = None
-        if worker is not None and thread is not None:
-            await asyncio.to_thread(worker.stop, in_sighandler=False)
-            await asyncio.to_thread(thread.join, _STOP_SECONDS)
+        if thread is not None:
+            # Celery's connection belongs to the worker's own thread: calling its ``stop``
+            # from here would read the socket beside it and hang. Its loop checks this flag
+            # (the one its own signal handlers set) and shuts down in its thread.
+            state.should_stop = 0
+            try:
+                await asyncio.to_thread(thread.join, _STOP_SECONDS)
+            finally:
+                state.should_stop = None
+            if thread.is_alive():
+                logger.error("the run engine did not stop within %g s", _STOP_SECONDS)
 
     def _consume(self, payload: dict[str, Any]) -> None:
         """The task body, in a pool thread: run the handler on the loop, wait for it."""
