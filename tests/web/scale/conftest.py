@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ class Workers:
         started = [self._spawn() for _ in range(n)]
         self.workers.extend(started)
         for worker in started:
-            await poll(lambda w=worker: _healthy(w), "a worker to start", 30)
+            await poll(partial(_healthy, worker), "a worker to start", 30)
         return started
 
     def _spawn(self) -> Worker:
@@ -120,9 +121,9 @@ def _healthy(worker: Worker) -> bool:
 
 
 def _delete_queue(queue: str) -> None:
-    from kombu import Connection
+    from kombu.connection import Connection
 
-    with Connection(BROKER, connect_timeout=5) as conn:
+    with Connection(BROKER, connect_timeout=5) as conn:  # type: ignore[no-untyped-call]
         conn.default_channel.queue_delete(queue)
 
 

@@ -32,7 +32,7 @@ from lovia.web.store.base import ChatStore
 class ConversationModel(ScriptedProvider):
     """A stateless scripted model: its reply depends only on the entries it is sent."""
 
-    async def stream(  # type: ignore[override]
+    async def stream(
         self, entries: Sequence[TranscriptEntry], **options: Any
     ) -> AsyncIterator[ModelDelta]:
         async for delta in ScriptedProvider([_reply(entries)]).stream(entries, **options):
@@ -52,7 +52,8 @@ def _reply(entries: Sequence[TranscriptEntry]) -> Any:
     return text(f"hello: {said}")
 
 
-def build() -> FastAPI:
+def agent() -> Agent[Any]:
+    """The agent (``lovia web --app tests.web.scale.scaleapp:agent`` serves it too)."""
     folder = Path(os.environ["LOVIA_SCALE_DIR"])
 
     @tool
@@ -83,10 +84,13 @@ def build() -> FastAPI:
             f.write(f"{os.getpid()}\n")
         return "quick"
 
-    agent = Agent(name="helper", model=ConversationModel(), tools=[note, block, gated, quick])
+    return Agent(name="helper", model=ConversationModel(), tools=[note, block, gated, quick])
+
+
+def build() -> FastAPI:
     engine = RunEngine(os.environ["LOVIA_SCALE_BROKER"], queue=os.environ["LOVIA_SCALE_QUEUE"])
     return create_app(
-        agent,
+        agent(),
         store=ChatStore.from_url(os.environ["LOVIA_SCALE_DB"]),
         engine=engine,
         generate_titles=False,
