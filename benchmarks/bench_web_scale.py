@@ -205,18 +205,27 @@ async def throughput(workers: int, *, engine: bool, folder: Path) -> float:
         deployment.stop()
 
 
-async def latency(*, engine: bool, folder: Path) -> tuple[float, float]:
-    """Median seconds of a plain chat and of a chat with ``TOOLS`` tool calls, one worker."""
-    deployment = Deployment(folder, engine=engine)
+async def latency(folder: Path) -> dict[str, dict[str, float]]:
+    """Median seconds of a plain chat and of a chat with ``TOOLS`` tool calls, on one plain
+    server and on one engine worker, sent alternately (both see the same machine load)."""
+    plain, engine = Deployment(folder, engine=False), Deployment(folder, engine=True)
     try:
-        (url,) = await deployment.start(1)
+        urls = {"plain": (await plain.start(1))[0], "engine": (await engine.start(1))[0]}
+        times: dict[str, dict[str, list[float]]] = {k: {"run": [], "tools": []} for k in urls}
         async with httpx.AsyncClient(timeout=60) as client:
-            await chat(client, url, "warm up")
-            plain = [await chat(client, url, "hi") for _ in range(SEQUENTIAL)]
-            tools = [await chat(client, url, "tools") for _ in range(SEQUENTIAL)]
-        return statistics.median(plain), statistics.median(tools)
+            for url in urls.values():
+                await chat(client, url, "warm up")
+            for _ in range(SEQUENTIAL):
+                for kind, url in urls.items():
+                    times[kind]["run"].append(await chat(client, url, "hi"))
+                    times[kind]["tools"].append(await chat(client, url, "tools"))
+        return {
+            kind: {name: statistics.median(values) for name, values in found.items()}
+            for kind, found in times.items()
+        }
     finally:
-        deployment.stop()
+        plain.stop()
+        engine.stop()
 
 
 async def recovery(folder: Path) -> list[float]:
@@ -273,22 +282,18 @@ async def main() -> None:
             rate = await throughput(n, engine=True, folder=folder)
             print(f"  {n} engine worker(s):         {rate:7.1f}")
 
-        print(f"latency: median of {SEQUENTIAL} sequential chats, one worker")
-        p_plain, p_tools = await latency(engine=False, folder=folder)
-        e_plain, e_tools = await latency(engine=True, folder=folder)
-        per_call_plain = (p_tools - p_plain) / TOOLS
-        per_call_engine = (e_tools - e_plain) / TOOLS
+        print(f"latency: median of {SEQUENTIAL} sequential chats, one server each, alternating")
+        found = await latency(folder)
+        per_call = {k: (v["tools"] - v["run"]) / TOOLS for k, v in found.items()}
+        for kind in ("plain", "engine"):
+            print(
+                f"  {kind:6}: run {found[kind]['run'] * 1000:6.1f} ms, "
+                f"per tool call {per_call[kind] * 1000:5.2f} ms"
+            )
+        added = (found["engine"]["run"] - found["plain"]["run"]) * 1000
         print(
-            f"  plain server:  run {p_plain * 1000:6.1f} ms, per tool call "
-            f"{per_call_plain * 1000:5.2f} ms"
-        )
-        print(
-            f"  engine worker: run {e_plain * 1000:6.1f} ms, per tool call "
-            f"{per_call_engine * 1000:5.2f} ms"
-        )
-        print(
-            f"  engine adds:   {(e_plain - p_plain) * 1000:6.1f} ms per run, "
-            f"{(per_call_engine - per_call_plain) * 1000:5.2f} ms per tool call"
+            f"  engine adds: {added:6.1f} ms per run, "
+            f"{(per_call['engine'] - per_call['plain']) * 1000:5.2f} ms per tool call"
         )
 
         print(f"recovery: {KILLS} SIGKILLs of the worker running a run")

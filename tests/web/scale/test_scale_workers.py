@@ -198,3 +198,34 @@ async def test_a_schedule_due_while_a_worker_is_down_fires_once(workers: Workers
         state = await poll(finished, "the schedule to fire and its run to end", 30)
     assert state["info"]["fires"] == 1
     assert len(state["runs"]) == 1
+
+
+async def test_a_worker_stopped_gracefully_hands_its_run_to_another(
+    workers: Workers, tmp_path: Path
+) -> None:
+    pool = await workers.start(2)
+    entered = tmp_path / "entered.log"
+    async with (
+        httpx.AsyncClient(base_url=pool[0].url, timeout=30) as client,
+        client.stream("POST", "/api/chat/stream", json={"message": "tool"}) as r,
+    ):
+        seen = await Frames(r).until("tool_call", "block")
+    await poll(lambda: _lines(entered), "the tool to start")
+    sid = seen[0].data["session_id"]
+    runner = next(w for w in pool if str(w.proc.pid) == _lines(entered)[0])
+    runner.proc.terminate()  # SIGTERM: the run is interrupted and handed back
+    assert runner.proc.wait(30) is not None
+    await poll(lambda: len(_lines(entered)) == 2, "the run to resume elsewhere", 30)
+    (tmp_path / "release").touch()
+    survivor = _other(workers, runner)
+    async with (
+        httpx.AsyncClient(base_url=survivor.url, timeout=30) as client,
+        client.stream(
+            "GET", "/api/chat/stream", params={"session_id": sid}, headers={"Last-Event-ID": "0"}
+        ) as r,
+    ):
+        frames = await Frames(r).until("done")
+    assert frames[-1].data["status"] == "completed"
+    ids = [int(f.id or "") for f in frames[1:]]
+    assert ids == list(range(1, len(ids) + 1))
+    assert len(_lines(tmp_path / "note.log")) == 1

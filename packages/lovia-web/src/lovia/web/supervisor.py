@@ -747,7 +747,10 @@ class RunSupervisor:
             if sub is None and self.cluster is not None:  # it may live on another worker
                 async for record in self.cluster.tail(run_id, after=after):
                     yield record
-                return
+                    after = record.seq
+                if not self.hub.is_open(run_id):
+                    return
+                continue  # the engine gave it to this worker: follow it in process
             try:
                 for record in await self.store.read_events(run_id, after=after):
                     yield record

@@ -441,7 +441,9 @@ class Cluster:
 
     async def tail(self, run_id: str, *, after: int = 0) -> AsyncIterator[EventRecord]:
         """The run's records with ``seq > after`` from the log, following it until ``done``
-        or until no chat points at the run any more (see the module docstring)."""
+        or until no chat points at the run any more (see the module docstring). It also
+        ends once the run is live in this process: the caller follows it in process then."""
+        hub = self._sup().hub
         wake = asyncio.Event()
         self._waiters.setdefault(run_id, set()).add(wake)
         try:
@@ -455,7 +457,7 @@ class Cluster:
                         return
                 if records:
                     continue
-                if self._closing:
+                if self._closing or hub.is_open(run_id):
                     return
                 try:
                     await asyncio.wait_for(wake.wait(), self.poll)
@@ -477,6 +479,9 @@ class Cluster:
         """Run ``op`` on the worker holding the chat's live run; its result, or ``None``
         when no worker answers within ``command_timeout``. A refusal there is raised here
         as the same ``WebError``."""
+        meta = await self.store.get_session(session_id)
+        if meta is None or meta.active_run_id is None:
+            return None  # no run to ask about: no need to wait for silence
         request_id = uuid4().hex
         body = json.dumps(
             {

@@ -77,9 +77,17 @@ class RunEngine:
     def __init__(self, broker: str, *, queue: str = "lovia-runs", concurrency: int = 8) -> None:
         if importlib.util.find_spec("celery") is None:
             raise UserError("scale-out needs Celery", hint=install_hint("lovia-web", "scale"))
-        if not broker.startswith(("amqp://", "amqps://", "pyamqp://", "redis://", "rediss://")):
+        scheme = broker.split("://", 1)[0].lower() if "://" in broker else ""
+        if scheme in ("redis", "rediss", "sentinel"):
+            # Celery on Redis hands a dead worker's task on only after its visibility
+            # timeout (an hour by default), and hands a run longer than that out twice.
             raise UserError(
-                f"unsupported broker URL {broker.split('://')[0]!r}",
+                "the run engine needs RabbitMQ: Redis cannot notice a dead worker",
+                hint="pass amqp://user:password@host:5672// (see docs/web-scale.md)",
+            )
+        if scheme not in ("amqp", "amqps", "pyamqp"):
+            raise UserError(
+                f"unsupported broker URL scheme {scheme!r}",
                 hint="pass amqp://user:password@host:5672// (RabbitMQ)",
             )
         if concurrency < 1:
