@@ -56,7 +56,7 @@ def build() -> Any:
     from lovia.transcript import InputEntry, ToolResultEntry, TranscriptEntry
     from lovia.web import create_app
     from lovia.web.scale import RunEngine
-    from lovia.web.store.base import ChatStore
+    from lovia.web.store.postgres import PostgresChatStore
 
     folder = Path(os.environ["BENCH_SCALE_DIR"])
 
@@ -94,7 +94,7 @@ def build() -> Any:
     queue = os.environ.get("BENCH_SCALE_QUEUE") or None
     return create_app(
         Agent(name="bench", model=Model(), tools=[quick, block]),
-        store=ChatStore.from_url(os.environ["BENCH_SCALE_DB"]),
+        store=PostgresChatStore(os.environ["BENCH_SCALE_DB"], max_connections=5),
         engine=RunEngine(BROKER, queue=queue) if queue else None,
         generate_titles=False,
         scheduler_poll=None,

@@ -26,7 +26,7 @@ from lovia.testing import ScriptedProvider, call, text
 from lovia.transcript import InputEntry, ToolCallEntry, ToolResultEntry, TranscriptEntry
 from lovia.web import create_app
 from lovia.web.scale import RunEngine
-from lovia.web.store.base import ChatStore
+from lovia.web.store.postgres import PostgresChatStore
 
 
 class ConversationModel(ScriptedProvider):
@@ -91,7 +91,8 @@ def build() -> FastAPI:
     engine = RunEngine(os.environ["LOVIA_SCALE_BROKER"], queue=os.environ["LOVIA_SCALE_QUEUE"])
     return create_app(
         agent(),
-        store=ChatStore.from_url(os.environ["LOVIA_SCALE_DB"]),
+        # three workers beside other tests' stores: a small pool each
+        store=PostgresChatStore(os.environ["LOVIA_SCALE_DB"], max_connections=4),
         engine=engine,
         generate_titles=False,
         scheduler_poll=float(os.environ.get("LOVIA_SCALE_SCHEDULER_POLL", "0.2")),

@@ -680,6 +680,12 @@ def _run_workers(settings: Settings, argv: list[str], prog: str) -> int:
     sock.listen(2048)
     sock.set_inheritable(True)
     env = {**os.environ, _WORKER_FD: str(sock.fileno())}
+    if settings.token is None and not _is_loopback(settings.host):
+        from .auth import generate_token
+
+        # one token for the whole server: each worker generating its own would refuse the
+        # requests the kernel hands it with another worker's token
+        env["LOVIA_WEB_TOKEN"] = generate_token()
     command = [sys.executable, "-m", "lovia.web", *argv]
     _say(f"{prog}: {settings.workers} workers on {_browsable(settings.host, settings.port)}")
     children = [
