@@ -198,6 +198,10 @@ class Cluster:
 
         sup = self._sup()
         sup._refuse_blocking(session_id)
+        if session_id is not None and session_id in sup._exclusive:
+            raise RunConflict(
+                f"session {session_id!r} is being rewound or deleted", hint="retry in a moment"
+            )
         meta = await self.store.get_session(session_id) if session_id is not None else None
         name = sup._agent_of(meta, agent)
         sid = session_id or uuid4().hex
@@ -424,16 +428,19 @@ class Cluster:
                 await self._reconnect_talk()
 
     async def _reconnect_talk(self) -> None:
+        """A fresh connection for queries and notifications (under the lock its users take)."""
         import psycopg
 
-        with contextlib.suppress(Exception):
-            if self._conn is not None:
-                await self._conn.close()
-        try:
-            self._conn = await psycopg.AsyncConnection.connect(self.store._dsn, autocommit=True)
-        except Exception:
-            logger.exception("could not reconnect to PostgreSQL")
-            await asyncio.sleep(self.poll)
+        async with self._talk:
+            with contextlib.suppress(Exception):
+                if self._conn is not None:
+                    await self._conn.close()
+            try:
+                self._conn = await psycopg.AsyncConnection.connect(self.store._dsn, autocommit=True)
+                return
+            except Exception:
+                logger.exception("could not reconnect to PostgreSQL")
+        await asyncio.sleep(self.poll)
 
     def _wake(self, run_id: str) -> None:
         for wake in self._waiters.get(run_id, ()):
@@ -527,10 +534,14 @@ class Cluster:
         except Exception as exc:
             logger.exception("command %s for session %s failed", body.get("op"), session_id)
             reply["error"] = {"status": 409, "message": f"the command failed: {type(exc).__name__}"}
-        async with self._talk:
-            await self._db().execute(
-                "SELECT pg_notify(%s, %s)", (self._channels["re"], json.dumps(reply))
-            )
+        try:
+            async with self._talk:
+                await self._db().execute(
+                    "SELECT pg_notify(%s, %s)", (self._channels["re"], json.dumps(reply))
+                )
+        except Exception:  # the caller times out and answers as if no worker held the run
+            logger.exception("could not reply to command %s", body.get("op"))
+            await self._reconnect_talk()
 
     def _command(
         self, sup: RunSupervisor, session_id: str, op: Any, args: dict[str, Any]
