@@ -8,7 +8,9 @@ deadlines, never fixed sleeps.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,26 @@ def _lines(path: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
+class Lifecycle:
+    """One worker's ``/api/events``, collected in the background."""
+
+    def __init__(self, client: httpx.AsyncClient, worker: Worker) -> None:
+        self.kinds: list[tuple[str, str]] = []  # (kind, session_id)
+        self.subscribed = asyncio.Event()
+        self.task = asyncio.create_task(self._read(client, worker.url))
+
+    async def _read(self, client: httpx.AsyncClient, url: str) -> None:
+        async with client.stream("GET", f"{url}/api/events") as r:
+            kind = ""
+            async for line in r.aiter_lines():
+                if line.startswith(": subscribed"):
+                    self.subscribed.set()
+                elif line.startswith("event: "):
+                    kind = line[7:]
+                elif line.startswith("data: "):
+                    self.kinds.append((kind, json.loads(line[6:]).get("session_id", "")))
+
+
 def _other(workers: Workers, *not_these: Worker) -> Worker:
     return next(w for w in workers.workers if w.alive and w not in not_these)
 
@@ -68,6 +90,22 @@ async def test_chats_spread_and_commands_reach_the_worker_holding_the_run(
         ids = [int(f.id or "") for f in frames[1:]]
         assert ids == list(range(1, len(ids) + 1))
     assert len(set(_lines(tmp_path / "quick.log"))) >= 2  # more than one worker ran them
+
+    # Every worker's /api/events tells of a chat, whichever worker started or ran it: once.
+    async with httpx.AsyncClient(timeout=30) as client:
+        buses = [Lifecycle(client, w) for w in pool]
+        try:
+            await asyncio.wait_for(asyncio.gather(*(b.subscribed.wait() for b in buses)), 20)
+            frames = await _chat(pool[0], "hello")
+            sid = frames[0].data["session_id"]
+            for bus in buses:
+                await poll(partial(bus.kinds.__contains__, ("run_finished", sid)), "the end")
+                mine = sorted(kind for kind, session in bus.kinds if session == sid)
+                assert mine == ["run_finished", "run_started", "session_created"]
+        finally:
+            for bus in buses:
+                bus.task.cancel()
+            await asyncio.gather(*(b.task for b in buses), return_exceptions=True)
 
     # An approval posted to a worker that does not hold the run reaches the one that does.
     async with (
