@@ -344,23 +344,41 @@ class Cluster:
 
         A run whose chat no longer points at it is over (finished, cancelled, deleted): the
         task is dropped. A run with a checkpoint resumes from it, under the same id. Raises
-        ``RunRejected`` to hand the task back when this worker cannot run it now.
+        ``RunRejected`` to hand the task back when this worker cannot run it now, or when
+        taking it failed (a database blip must not drop a run: the broker retries it).
         """
         sup = self._sup()
-        session_id, run_id = payload["session_id"], payload["run_id"]
         if sup._closing or self._closing:
             raise RunRejected("this worker is shutting down")
+        try:
+            run = await self._take(payload)
+        except RunRejected:
+            raise
+        except Exception as exc:
+            logger.exception("could not take run %s", payload.get("run_id"))
+            await asyncio.sleep(self.poll)  # not in a hot loop while the cause lasts
+            raise RunRejected(f"taking the run failed: {type(exc).__name__}") from exc
+        if run is None or run.task is None:
+            return
+        await asyncio.shield(run.task)
+        if run.stop_reason == "shutdown":
+            raise RunRejected("the worker shut down mid-run; another one resumes it")
+
+    async def _take(self, payload: dict[str, Any]) -> LiveRun | None:
+        """Launch the delivered run here (resumed when it has a checkpoint); ``None`` when
+        there is nothing to run."""
+        sup = self._sup()
+        session_id, run_id = payload["session_id"], payload["run_id"]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.lease_wait
         while True:
             meta = await self.store.get_session(session_id)
             if meta is None or meta.active_run_id != run_id:
-                return
+                return None
             live = sup.live(session_id)
             if live is not None:  # only a duplicate delivery finds it here
-                if live.task is not None and live.run_id == run_id:
-                    await asyncio.shield(live.task)
-                    return
+                if live.run_id == run_id:
+                    return live
                 raise RunRejected(f"session {session_id!r} has another run here")
             try:  # a dead worker's lease goes with its connection: wait for that
                 await sup._require_unheld(session_id, run_id)
@@ -375,7 +393,7 @@ class Cluster:
         snapshot = await self.store.checkpointer.load(run_id)
         if snapshot is not None:
             remote = await self.remote_run(session_id)
-            run = await sup._launch(
+            return await sup._launch(
                 session_id,
                 agent,
                 [],
@@ -384,21 +402,17 @@ class Cluster:
                 source="resume",
                 prompt=remote.prompt if remote is not None else [],
             )
-        else:  # it never saved: it starts over from its input, under its id
-            entries = [entry_from_dict(d) for d in payload["input"]]
-            run = await sup._launch(
-                session_id,
-                agent,
-                entries,
-                title=payload.get("title", ""),
-                run_id=run_id,
-                source=payload.get("source", "chat"),
-                prompt=list(payload["input"]),
-            )
-        assert run.task is not None
-        await asyncio.shield(run.task)
-        if run.stop_reason == "shutdown":
-            raise RunRejected("the worker shut down mid-run; another one resumes it")
+        # it never saved: it starts over from its input, under its id
+        entries = [entry_from_dict(d) for d in payload["input"]]
+        return await sup._launch(
+            session_id,
+            agent,
+            entries,
+            title=payload.get("title", ""),
+            run_id=run_id,
+            source=payload.get("source", "chat"),
+            prompt=list(payload["input"]),
+        )
 
     # -- live events -------------------------------------------------------------------------
 
