@@ -127,21 +127,34 @@ async def test_chats_spread_and_commands_reach_the_worker_holding_the_run(
     assert results == ["gated ran"]
     assert frames[-1].data["status"] == "completed"
 
-    # A cancel posted to another worker stops the run where it lives.
+    # A message sent through another worker joins the live run; a cancel posted to another
+    # worker stops the run where it lives, and both streams end with it.
     async with (
         httpx.AsyncClient(timeout=30) as client,
         client.stream("POST", f"{pool[1].url}/api/chat/stream", json={"message": "tool"}) as r,
     ):
         stream = Frames(r)
         frames = await stream.until("tool_call", "block")
-        sid = frames[0].data["session_id"]
+        sid, run_id = frames[0].data["session_id"], frames[0].data["run_id"]
         owner = await workers.owner(sid)
-        cancelled = await client.post(
-            f"{_other(workers, owner).url}/api/chat/cancel", params={"session_id": sid}
-        )
-        assert cancelled.status_code == 200, cancelled.text
+        stranger = _other(workers, owner)
+        more = {"message": "one more thing", "session_id": sid}
+        async with client.stream("POST", f"{stranger.url}/api/chat/stream", json=more) as joined:
+            assert joined.status_code == 200, await joined.aread()
+            attached = Frames(joined)
+            (session,) = await attached.until("session")
+            assert session.data["attached"] is True and session.data["run_id"] == run_id
+            cancelled = await client.post(
+                f"{stranger.url}/api/chat/cancel", params={"session_id": sid}
+            )
+            assert cancelled.status_code == 200, cancelled.text
+            assert cancelled.json()["run_id"] == run_id
+            assert (await attached.until("done"))[-1].data["status"] == "cancelled"
         await stream.until("done")
     assert frames[-1].data["status"] == "cancelled"
+    async with httpx.AsyncClient(base_url=owner.url) as client:
+        gone = await client.post("/api/chat/cancel", params={"session_id": sid})
+        assert gone.status_code == 404  # no worker holds a run of it now
     async with httpx.AsyncClient() as client:
         detail = (await client.get(f"{pool[2].url}/api/sessions/{sid}")).json()
     assert detail["active_run_id"] is None
