@@ -91,7 +91,10 @@ class RunEngine:
                 hint="pass amqp://user:password@host:5672// (RabbitMQ)",
             )
         if concurrency < 1:
-            raise UserError(f"concurrency must be >= 1, got {concurrency}")
+            raise UserError(
+                f"concurrency must be >= 1, got {concurrency}",
+                hint="it is how many runs this worker takes at once",
+            )
         from celery import Celery
 
         self.broker = broker
@@ -110,7 +113,9 @@ class RunEngine:
             worker_redirect_stdouts=False,
             broker_connection_retry_on_startup=True,
             task_publish_retry=True,
-            worker_enable_remote_control=False,  # no pidbox queue: nothing to control here
+            # No remote control: its queue is exclusive per node name, and every worker on
+            # one host has the same default name, so a second worker would fail to start.
+            worker_enable_remote_control=False,
         )
         self._handler: Handler | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
