@@ -11,6 +11,7 @@ a bare 500 (logged, never echoed).
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import logging
@@ -65,6 +66,8 @@ if TYPE_CHECKING:
     from lovia.budget import RunBudget
     from lovia.providers.base import Provider
     from lovia.tools.human import HumanChannel
+
+    from .scale.engine import RunEngine
 
 if TYPE_CHECKING:
     from .config.runtime import ConfigChanged, ConfigRuntime
@@ -149,7 +152,11 @@ def _lifespan(state: WebState, background: Background) -> Callable[[Any], Any]:
 
     @asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
-        swept = await state.store.sweep_stale_runs()
+        cluster = state.supervisor.cluster
+        if cluster is not None:  # several workers: only records no chat points at are stale
+            swept = await cluster.start()
+        else:
+            swept = await state.store.sweep_stale_runs()
         if swept:
             logger.info("marked %d run record(s) left running as interrupted", swept)
         await background.start()
@@ -160,7 +167,15 @@ def _lifespan(state: WebState, background: Background) -> Callable[[Any], Any]:
         finally:
             try:
                 await background.aclose()
-                await state.supervisor.aclose()
+                if cluster is not None:
+                    # the engine waits for its running tasks, which end as the supervisor
+                    # interrupts their runs (and hands them to another worker)
+                    try:
+                        await asyncio.gather(cluster.stop_consuming(), state.supervisor.aclose())
+                    finally:
+                        await cluster.aclose()
+                else:
+                    await state.supervisor.aclose()
                 if state.lifecycle is not None:
                     await state.lifecycle.aclose()
             finally:
@@ -297,6 +312,7 @@ def create_app(
     question_channel: HumanChannel | None = None,
     question_timeout: float | None = 600.0,
     config_runtime: ConfigRuntime | None = None,
+    engine: RunEngine | None = None,
 ) -> FastAPI:
     """Build the app. ``store`` wins over ``db_path``; the default database is
     ``./.lovia/<agent>.db`` (``./.lovia/lovia.db`` for several agents).
@@ -318,6 +334,10 @@ def create_app(
     and cancelled after ``question_timeout`` seconds. ``config_runtime`` (the CLI's default
     agent) adds ``/api/config`` and swaps the agent it builds into the served ones; with it,
     an empty mapping serves the setup state.
+
+    ``engine`` (a ``lovia.web.scale.RunEngine``; needs a PostgreSQL ``store``) makes this
+    app one worker of several: runs are dispatched through the engine and recovered by it
+    when a worker dies (docs/web-scale.md). It takes ``max_background_runs`` runs at once.
     """
     if config_runtime is not None and isinstance(agent_or_agents, Mapping) and not agent_or_agents:
         agent_or_agents = {config_runtime.agent_name: config_runtime.served_agent()}
@@ -356,6 +376,12 @@ def create_app(
         state.features["model_config"] = True
         config_runtime.bind(state.agents, state.supervisor.agents)
         _publish_config_changes(state, config_runtime)
+    if engine is not None:
+        from .scale.cluster import Cluster
+
+        engine.concurrency = max_background_runs
+        bus = state.lifecycle.bus if state.lifecycle is not None else None
+        Cluster(store, engine).attach(state.supervisor, bus)
     background = Background(state, scheduler_poll=scheduler_poll)
     app = FastAPI(
         title=title, docs_url="/api/docs", openapi_url="/api/openapi.json", redoc_url=None

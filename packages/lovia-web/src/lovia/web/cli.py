@@ -217,7 +217,23 @@ def build_parser(prog: str = "lovia web") -> argparse.ArgumentParser:
         help="no follow-up suggestions (LOVIA_FOLLOWUPS=0)",
     )
     server.add_argument(
-        "--db", metavar="PATH", help="the chat database (LOVIA_DB; default: ./.lovia/lovia.db)"
+        "--db",
+        metavar="PATH",
+        help="the chat database: a SQLite file or a postgresql:// URL "
+        "(LOVIA_DB; default: ./.lovia/lovia.db)",
+    )
+    server.add_argument(
+        "--workers",
+        metavar="N",
+        type=_int_at_least(1, "--workers"),
+        help="worker processes on the one port (LOVIA_WORKERS; default: 1); more than one "
+        "needs --db postgresql://... and --broker (docs/web-scale.md)",
+    )
+    server.add_argument(
+        "--broker",
+        metavar="URL",
+        help="the run engine's message broker, e.g. amqp://guest:guest@127.0.0.1:5672// "
+        "(LOVIA_BROKER): this server becomes one worker of several on the same --db",
     )
     advanced = parser.add_argument_group("advanced")
     advanced.add_argument(
@@ -284,6 +300,8 @@ class Settings:
     provider_timeout: float | None
     trust_env: bool | None
     log_level: str
+    workers: int = 1
+    broker: str | None = None
 
 
 def _env(
@@ -350,6 +368,8 @@ def resolve_settings(
         provider_timeout=pick(args.provider_timeout, "LOVIA_PROVIDER_TIMEOUT", _seconds),
         trust_env=pick(args.trust_env, "LOVIA_PROVIDER_TRUST_ENV", _flag),
         log_level=pick(args.log_level, "LOVIA_LOG_LEVEL", _log_level) or "warning",
+        workers=pick(args.workers, "LOVIA_WORKERS", _int_at_least(1, "LOVIA_WORKERS")) or 1,
+        broker=(pick(args.broker, "LOVIA_BROKER") or "").strip() or None,
     )
 
 
@@ -552,7 +572,9 @@ def serve_app(target: Any, **options: Any) -> None:
 def main(argv: Sequence[str] | None = None, prog: str = "lovia web") -> int:
     """Run ``lovia web`` with ``argv``; returns the exit code (2 for any usage problem)."""
     parser = build_parser(prog)
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(given)
+    args.argv = given  # a --workers parent starts its workers with the same options
     try:
         return _main(args, prog)
     except UserError as exc:
@@ -593,6 +615,112 @@ def _ensure_bindable(host: str, port: int) -> None:
         ) from None
 
 
+_WORKER_FD = "LOVIA_WEB_WORKER_FD"
+"""Set by a ``--workers`` parent for its workers: the listening socket they share."""
+_STOP_SECONDS = 20.0
+
+
+def _is_postgres(db: str | None) -> bool:
+    return bool(db) and str(db).strip().lower().startswith(("postgresql://", "postgres://"))
+
+
+def _redacted(url: str) -> str:
+    """``url`` without its password (what the banner prints)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _check_scale(settings: Settings, postgres: bool) -> None:
+    """Usage errors for ``--workers``/``--broker`` before anything starts."""
+    if (settings.workers > 1 or settings.broker) and not postgres:
+        raise UserError(
+            "several workers need the chats in PostgreSQL; SQLite serves one process",
+            hint="pass --db postgresql://user@host/db (or LOVIA_DB), or drop --workers/--broker",
+        )
+    if settings.workers > 1 and not settings.broker:
+        raise UserError(
+            "several workers need the run engine's message broker",
+            hint="pass --broker amqp://guest:guest@127.0.0.1:5672// (RabbitMQ; or LOVIA_BROKER)",
+        )
+
+
+def _scale_options(settings: Settings, fd: str | None) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if fd is not None:
+        options["fd"] = int(fd)
+    if settings.broker:
+        from .scale.engine import RunEngine
+
+        schema = ""
+        if settings.db and "schema=" in settings.db:
+            schema = "-" + settings.db.split("schema=", 1)[1].split("&", 1)[0]
+        options["engine"] = RunEngine(settings.broker, queue=f"lovia-runs{schema}")
+    return options
+
+
+def _run_workers(settings: Settings, argv: list[str], prog: str) -> int:
+    """Serve with ``settings.workers`` processes sharing one listening socket: each is this
+    command again (told the socket's descriptor) and one worker of the cluster. Returns when
+    they have all exited; a signal here stops them all."""
+    import signal
+    import socket
+    import subprocess
+
+    _ensure_bindable(settings.host, settings.port)
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((settings.host, settings.port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    env = {**os.environ, _WORKER_FD: str(sock.fileno())}
+    if settings.token is None and not _is_loopback(settings.host):
+        from .auth import generate_token
+
+        # one token for the whole server: each worker generating its own would refuse the
+        # requests the kernel hands it with another worker's token
+        env["LOVIA_WEB_TOKEN"] = generate_token()
+    command = [sys.executable, "-m", "lovia.web", *argv]
+    _say(f"{prog}: {settings.workers} workers on {_browsable(settings.host, settings.port)}")
+    children = [
+        subprocess.Popen(command, env=env, pass_fds=(sock.fileno(),))
+        for _ in range(settings.workers)
+    ]
+    sock.close()  # the workers hold it now
+
+    stopping: list[int] = []
+
+    def stop(signum: int, frame: Any) -> None:
+        stopping.append(signum)
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        codes = [child.wait() for child in children]
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+                try:
+                    child.wait(_STOP_SECONDS)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+    # a worker stopped by the signal forwarded to it reports that signal: a clean stop
+    stopped = {0, -signal.SIGTERM, -signal.SIGINT} if stopping else {0}
+    return max((abs(c) for c in codes if c not in stopped), default=0)
+
+
 def _main(args: argparse.Namespace, prog: str) -> int:
     settings = resolve_settings(args)
     logging.basicConfig(
@@ -612,24 +740,40 @@ def _main(args: argparse.Namespace, prog: str) -> int:
     from .config.files import load_config
     from .store.base import ChatStore
 
+    postgres = _is_postgres(settings.db)
+    _check_scale(settings, postgres)
+    if settings.workers > 1 and os.environ.get(_WORKER_FD) is None:
+        return _run_workers(settings, getattr(args, "argv", []), prog)
     loaded = None if settings.app else load_config()
-    db = Path(settings.db).expanduser() if settings.db else Path(".lovia") / "lovia.db"
-    try:
-        db.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"cannot create {db.parent}: {exc.strerror}", hint="pass --db") from None
-    if db.is_dir():
-        raise UserError(f"the chat database {db} is a directory", hint="pass a file path to --db")
-    store = ChatStore.sqlite(str(db))
+    if postgres:
+        assert settings.db is not None
+        store = ChatStore.from_url(settings.db)
+        where = _redacted(settings.db)
+    else:
+        db = Path(settings.db).expanduser() if settings.db else Path(".lovia") / "lovia.db"
+        try:
+            db.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(
+                f"cannot create {db.parent}: {exc.strerror}", hint="pass --db"
+            ) from None
+        if db.is_dir():
+            raise UserError(
+                f"the chat database {db} is a directory", hint="pass a file path to --db"
+            )
+        store = ChatStore.sqlite(str(db))
+        where = str(db.resolve())
     served = (
         _app_server(settings, store) if loaded is None else _default_server(settings, store, loaded)
     )
-    _ensure_bindable(settings.host, settings.port)
+    fd = os.environ.get(_WORKER_FD)
+    if fd is None:
+        _ensure_bindable(settings.host, settings.port)
     exposed = not _is_loopback(settings.host)
     _say(f"lovia web: serving at {_browsable(settings.host, settings.port)}")
     for line in served.summary:
         _say(line)
-    _say(f"chats:      {db.resolve()}")
+    _say(f"chats:      {where}")
     if exposed and loaded is not None and settings.workspace_mode == "trusted":
         _warn(
             "a trusted workspace (commands and writes without approval) is exposed beyond "
@@ -645,6 +789,7 @@ def _main(args: argparse.Namespace, prog: str) -> int:
         max_turns=settings.max_turns,
         log_level=settings.log_level,
         access_log=False,
+        **_scale_options(settings, fd),
         **served.options,
         **_accepted(followups=settings.followups),
     )

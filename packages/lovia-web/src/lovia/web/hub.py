@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from .eventlog import EventRecord
 
@@ -68,6 +68,9 @@ class EventHub:
         self.max_queue = max_queue
         self._channels: dict[str, list[Subscription]] = {}
         self._last_seq: dict[str, int] = {}
+        self.published: Callable[[EventRecord], None] | None = None
+        """Called with each record once its watchers have it (a cluster tells the other
+        workers: the record is durable by then)."""
 
     def __repr__(self) -> str:
         return f"EventHub(channels={len(self._channels)})"
@@ -106,6 +109,8 @@ class EventHub:
             )
         self._last_seq[record.run_id] = record.seq
         channel[:] = [sub for sub in channel if sub._offer(record)]
+        if self.published is not None:
+            self.published(record)
 
     def close(self, run_id: str) -> None:
         """End the channel: watchers drain their queued tail, then their iterators end."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -119,6 +120,9 @@ class LifecycleBus:
         self._subscribers: list[BusSubscription] = []
         self._seq = 0
         self._closed = False
+        self.relay: Callable[[str, dict[str, Any]], None] | None = None
+        """Called with each event published here (not relayed): a cluster hands it to the
+        other workers' buses."""
 
     def __repr__(self) -> str:
         return f"LifecycleBus(subscribers={len(self._subscribers)}, seq={self._seq})"
@@ -152,10 +156,13 @@ class LifecycleBus:
             self._subscribers.remove(sub)
         sub._end()
 
-    def publish(self, kind: str, data: dict[str, Any] | None = None) -> LifecycleEvent | None:
+    def publish(
+        self, kind: str, data: dict[str, Any] | None = None, *, relayed: bool = False
+    ) -> LifecycleEvent | None:
         """Number ``kind`` and hand it to every subscriber, dropping the ones that are full.
 
         ``data`` must be JSON-safe. Returns the event, or ``None`` once the bus is closed.
+        ``relayed`` marks an event another worker published (it is not relayed back).
         Raises ``ValueError`` for a kind outside ``LIFECYCLE_KINDS``.
         """
         if kind not in LIFECYCLE_KINDS:
@@ -165,6 +172,8 @@ class LifecycleBus:
         self._seq += 1
         event = LifecycleEvent(self._seq, kind, dict(data or {}), time.time())
         self._subscribers[:] = [sub for sub in self._subscribers if sub._offer(event)]
+        if self.relay is not None and not relayed:
+            self.relay(kind, event.data)
         return event
 
     def close(self) -> None:

@@ -36,6 +36,12 @@ Rules it keeps:
 * ``run_blocking`` runs one message in the request (``POST /api/chat``), not as a task: it
   reserves the session as a live run does, so neither kind can start over the other. It
   checkpoints only so that a failure keeps its turns so far, as a streamed run's does.
+
+With a ``cluster`` (``lovia.web.scale``: several workers on one PostgreSQL) ``start`` and
+chaining hand new runs to the engine instead of launching them here, ``resume`` and
+``follow`` watch a run that lives on another worker instead of resuming it here, and the
+engine's consumer launches the runs this worker takes (docs/web-scale.md). Without one,
+everything above holds as written.
 """
 
 from __future__ import annotations
@@ -81,6 +87,7 @@ if TYPE_CHECKING:
 
     from .lifecycle import RunLifecycle
     from .questions import QuestionRegistry
+    from .scale.cluster import Cluster
     from .store.base import ChatMeta, ChatStore
 
 __all__ = ["LiveRun", "RunSupervisor", "Snapshot", "StartedRun"]
@@ -198,6 +205,8 @@ class RunSupervisor:
         self._chaining: set[str] = set()
         """Sessions whose finished run is about to chain the next one (busy meanwhile)."""
         self._closing = False
+        self.cluster: Cluster | None = None
+        """Set by ``Cluster.attach`` when several workers share the database."""
         # Steering ids: unique across runs, and (seeded from the clock) across restarts.
         self._inject_ids = itertools.count(time.time_ns() // 1_000_000)
 
@@ -283,6 +292,10 @@ class RunSupervisor:
         the session or its live run is being stopped, and ``CapacityExceeded`` when every
         slot is taken (or the server is shutting down).
         """
+        if self.cluster is not None and mailbox is None:
+            return await self.cluster.start_run(
+                message, session_id=session_id, agent=agent, source=source, attach=attach
+            )
         self._refuse_blocking(session_id)
         meta = None
         resumed = None
@@ -349,6 +362,8 @@ class RunSupervisor:
         live = self._live.get(session_id)
         if live is not None or session_id in self._blocking:
             return live
+        if self.cluster is not None:  # the engine resumes it; this worker only watches
+            return await self.cluster.remote_run(session_id)
         # One resume of a chat at a time in this process: concurrent reconnects wait and then
         # find the run live, instead of colliding on the run's lease probe below.
         lock, users = self._resuming.get(session_id, (asyncio.Lock(), 0))
@@ -452,6 +467,7 @@ class RunSupervisor:
         mailbox: Mailbox | None = None,
         prompt: list[dict[str, Any]] | None = None,
         runner_agent: Agent[Any] | None = None,
+        run_id: str | None = None,
     ) -> LiveRun:
         if session_id in self._exclusive:
             raise RunConflict(
@@ -459,7 +475,7 @@ class RunSupervisor:
             )
         # Reserve the slot before the first await, so a concurrent start attaches to it.
         run = LiveRun(
-            run_id=resume_run or uuid4().hex,
+            run_id=resume_run or run_id or uuid4().hex,
             session_id=session_id,
             agent=agent,
             source=source,
@@ -694,6 +710,8 @@ class RunSupervisor:
                     current.mailbox.push(content)
                 return current
             leftovers = [user(content) for content in contents]
+            if self.cluster is not None:
+                return await self.cluster.chain(run, leftovers)
             return await self._launch(
                 run.session_id, run.agent, leftovers, title="", source=run.source
             )
@@ -729,6 +747,13 @@ class RunSupervisor:
         """
         while True:
             sub = self.hub.subscribe(run_id)
+            if sub is None and self.cluster is not None:  # it may live on another worker
+                async for record in self.cluster.tail(run_id, after=after):
+                    yield record
+                    after = record.seq
+                if not self.hub.is_open(run_id):
+                    return
+                continue  # the engine gave it to this worker: follow it in process
             try:
                 for record in await self.store.read_events(run_id, after=after):
                     yield record
@@ -795,6 +820,8 @@ class RunSupervisor:
         """Cancel the session's live run, if any, and wait until its task has ended; then
         close the chat's workspace session (the chat is going away: its processes die)."""
         run = self._live.get(session_id)
+        if run is None and self.cluster is not None:  # a run of it on another worker
+            await self.cluster.cancel_elsewhere(session_id)
         if run is not None:
             self._stop(run, "cancel")
             if run.task is None:  # still being set up: its task would bind the workspace

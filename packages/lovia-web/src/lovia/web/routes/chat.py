@@ -70,6 +70,17 @@ _STREAM: dict[int | str, dict[str, Any]] = {
 }
 
 
+async def _elsewhere(
+    state: WebState, session_id: str, op: str, **args: Any
+) -> dict[str, Any] | None:
+    """Run ``op`` on the worker holding the chat's live run when several workers share the
+    database (``lovia.web.scale``); ``None`` on a single server or when no worker holds it."""
+    cluster = state.supervisor.cluster
+    if cluster is None or state.supervisor.live(session_id) is not None:
+        return None
+    return await cluster.call(session_id, op, **args)
+
+
 async def _frames(
     supervisor: RunSupervisor,
     *,
@@ -239,6 +250,13 @@ async def answer(body: AnswerRequest, state: State) -> AnswerResult:
         )
     question = questions.answer(body.session_id, body.answer)
     if question is None:
+        remote = await _elsewhere(state, body.session_id, "answer", answer=body.answer)
+        if remote is not None and remote.get("answered"):
+            return AnswerResult(
+                session_id=body.session_id,
+                question_id=remote["question_id"],
+                question=remote["question"],
+            )
         raise NotFound(
             f"no question pending in session {body.session_id!r}",
             hint="it may have been answered already or timed out",
@@ -254,6 +272,16 @@ async def approve(body: ApproveRequest, state: State) -> ApproveResult:
     decided = state.supervisor.approvals.decide(
         body.session_id, body.call_id, body.decision == "approve", reason=body.reason
     )
+    if not decided:
+        remote = await _elsewhere(
+            state,
+            body.session_id,
+            "approve",
+            call_id=body.call_id,
+            approve=body.decision == "approve",
+            reason=body.reason,
+        )
+        decided = remote is not None and bool(remote.get("decided"))
     if not decided:
         raise NotFound(
             f"no approval pending for call {body.call_id!r} in session {body.session_id!r}",
@@ -275,6 +303,9 @@ async def cancel(state: State, session_id: str = Query(pattern=SESSION_ID_PATTER
     its turns so far stay in the chat). With no live run, a run a restart left interrupted
     is forgotten the same way; 404 when there is neither."""
     if state.supervisor.live(session_id) is None:
+        remote = await _elsewhere(state, session_id, "cancel")
+        if remote is not None:
+            return CancelResult(session_id=session_id, run_id=remote["run_id"])
         stranded = await state.supervisor.clear_stranded(session_id)
         if stranded is None:
             raise NotFound(f"session {session_id!r} has no live run")
@@ -286,6 +317,9 @@ async def cancel(state: State, session_id: str = Query(pattern=SESSION_ID_PATTER
 @router.post("/inject", response_model=InjectResult, responses=_ERRORS)
 async def inject(body: InjectRequest, state: State) -> InjectResult:
     """Queue a message into the live run; it becomes a user entry at the next turn."""
+    remote = await _elsewhere(state, body.session_id, "inject", message=body.message)
+    if remote is not None:
+        return InjectResult(id=remote["id"])
     await _live_or_error(state, body.session_id)
     return InjectResult(id=state.supervisor.inject(body.session_id, body.message))
 
@@ -293,7 +327,9 @@ async def inject(body: InjectRequest, state: State) -> InjectResult:
 @router.post("/uninject", response_model=UninjectResult, responses=_ERRORS)
 async def uninject(body: UninjectRequest, state: State) -> UninjectResult:
     """Withdraw a message ``inject`` queued, while the run has not taken it yet."""
-    if not state.supervisor.uninject(body.session_id, body.id):
+    remote = await _elsewhere(state, body.session_id, "uninject", id=body.id)
+    withdrawn = remote is not None and bool(remote.get("withdrawn"))
+    if not withdrawn and not state.supervisor.uninject(body.session_id, body.id):
         raise NotFound(
             f"no queued message {body.id} in session {body.session_id!r}",
             hint="the run may have taken it already",

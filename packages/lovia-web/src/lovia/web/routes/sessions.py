@@ -17,7 +17,7 @@ from lovia.transcript import InputEntry, ToolResultEntry, TranscriptEntry, entry
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..deps import State, WebState
-from ..errors import NotFound, WebError
+from ..errors import NotFound, RunConflict, WebError
 from ..export import export_session
 from ..models import (
     SESSION_ID_PATTERN,
@@ -242,6 +242,12 @@ async def rewind_session(
     if live is not None and live.stop_reason is not None and live.task is not None:
         # Already winding down (cancelled): give it a moment to finish writing.
         await asyncio.wait({live.task}, timeout=_REWIND_DRAIN_SECONDS)
+    if state.supervisor.cluster is not None and live is None and meta.active_run_id is not None:
+        # another worker runs it, or the engine is handing it to one: its checkpoint is live
+        raise RunConflict(
+            f"session {session_id!r} has a run on another worker",
+            hint="cancel it or wait until it is done",
+        )
     with state.supervisor.exclusive(session_id):  # 409 while a run is live; none starts
         return await _rewind(state, meta, body.user_turn)
 

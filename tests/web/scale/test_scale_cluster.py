@@ -1,0 +1,150 @@
+"""``Cluster`` in one process: two supervisors on one PostgreSQL schema, and an engine that
+only records what it is given (the test hands each run to a worker itself). No broker."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import pytest
+from lovia import Agent
+from lovia.testing import ScriptedProvider, text
+from lovia.web.errors import RunConflict
+from lovia.web.eventlog import EventRecord
+from lovia.web.lifecycle import LifecycleBus, RunLifecycle
+from lovia.web.scale import Cluster
+from lovia.web.store.postgres import PostgresChatStore
+from lovia.web.supervisor import RunSupervisor
+
+
+@dataclass
+class RecordingEngine:
+    """Stands in for ``RunEngine``: keeps what is dispatched; never consumes."""
+
+    sent: list[dict[str, Any]] = field(default_factory=list)
+    concurrency: int = 8
+
+    async def dispatch(self, payload: dict[str, Any]) -> None:
+        self.sent.append(payload)
+
+    async def start(self, handler: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+@dataclass
+class Node:
+    store: PostgresChatStore
+    supervisor: RunSupervisor
+    cluster: Cluster
+    engine: RecordingEngine
+    bus: LifecycleBus
+
+
+@pytest.fixture
+async def nodes(pg_dsn: str, pg_schema: str) -> AsyncIterator[tuple[Node, Node]]:
+    made: list[Node] = []
+    for _ in range(2):
+        store = PostgresChatStore(f"{pg_dsn}?schema={pg_schema}", max_connections=2)
+        agent = Agent(name="helper", model=ScriptedProvider([text("hello there")] * 4))
+        bus = LifecycleBus()
+        supervisor = RunSupervisor({"helper": agent}, store, lifecycle=RunLifecycle(store, bus))
+        engine = RecordingEngine()
+        cluster = Cluster(store, cast(Any, engine), command_timeout=2.0, poll=0.2)
+        cluster.attach(supervisor, bus)
+        made.append(Node(store, supervisor, cluster, engine, bus))
+    for node in made:
+        await node.cluster.start()
+    try:
+        yield made[0], made[1]
+    finally:
+        for node in made:
+            await node.supervisor.aclose()
+            await node.cluster.aclose()
+            await node.store.aclose()
+
+
+async def _collect(records: AsyncIterator[EventRecord]) -> list[EventRecord]:
+    return [record async for record in records]
+
+
+async def test_a_run_started_on_one_worker_runs_on_another_and_streams_back(
+    nodes: tuple[Node, Node],
+) -> None:
+    a, b = nodes
+    started = await a.supervisor.start("hi")
+    run = started.run
+    assert not started.attached and a.supervisor.live(run.session_id) is None
+    (payload,) = a.engine.sent  # handed to the engine, not run here
+    assert (payload["run_id"], payload["session_id"]) == (run.run_id, run.session_id)
+    with pytest.raises(RunConflict):  # the chat is claimed across workers
+        await b.supervisor.start("again", session_id=run.session_id, attach=False)
+
+    watched = asyncio.create_task(_collect(a.supervisor.follow(run.run_id)))
+    relayed = a.bus.subscribe()
+    await b.cluster.execute(payload)  # what B's consumer does with the delivery
+    records = await asyncio.wait_for(watched, 10)
+    assert [r.seq for r in records] == list(range(1, len(records) + 1))
+    assert records[-1].type == "done" and records[-1].data["status"] == "completed"
+    meta = await a.store.get_session(run.session_id)
+    assert meta is not None and meta.active_run_id is None
+
+    # B's run_finished reaches A's bus (relayed through PostgreSQL).
+    async def next_kind() -> str:
+        return (await relayed.__anext__()).kind
+
+    kinds = [await asyncio.wait_for(next_kind(), 5) for _ in range(2)]
+    assert kinds == ["run_started", "run_finished"]
+
+    # A second delivery of a finished run finds its chat pointing elsewhere: dropped.
+    await b.cluster.execute(payload)
+    assert b.supervisor.live(run.session_id) is None
+    assert len(await a.store.read_events(run.run_id)) == len(records)
+
+
+async def test_commands_without_a_run_answer_at_once(nodes: tuple[Node, Node]) -> None:
+    a, _ = nodes
+    started = await a.supervisor.start("hi")
+    sid = started.run.session_id
+    # Claimed but taken by no worker: nobody answers, within the command timeout.
+    began = time.monotonic()
+    assert await a.cluster.call(sid, "cancel") is None
+    assert time.monotonic() - began >= 1.5
+    cleared = await a.supervisor.clear_stranded(sid)
+    assert cleared == started.run.run_id
+    # No run at all: no need to wait for silence.
+    began = time.monotonic()
+    assert await a.cluster.call(sid, "cancel") is None
+    assert time.monotonic() - began < 1.0
+    # The dropped delivery: its chat no longer points at it.
+    (payload,) = a.engine.sent
+    await a.cluster.execute(payload)
+    assert a.supervisor.live(sid) is None
+
+
+async def test_a_tail_ends_once_no_chat_points_at_its_run(nodes: tuple[Node, Node]) -> None:
+    a, b = nodes
+    started = await a.supervisor.start("hi")
+    tail = asyncio.create_task(_collect(b.supervisor.follow(started.run.run_id)))
+    await a.supervisor.clear_stranded(started.run.session_id)  # cancelled before it ran
+    assert await asyncio.wait_for(tail, 5) == []
+
+
+async def test_the_sweep_spares_records_a_chat_points_at(nodes: tuple[Node, Node]) -> None:
+    from lovia.web.store.base import RunRecord
+
+    a, _ = nodes
+    started = await a.supervisor.start("hi")
+    now = time.time()
+    for run_id, session_id in ((started.run.run_id, started.run.session_id), ("f" * 32, "gone")):
+        await a.store.record_run_started(
+            RunRecord(run_id, session_id, "helper", "chat", "running", now, None, None, None)
+        )
+    assert await a.cluster.sweep_stale_runs() == 1
+    statuses = {r.run_id: r.status for r in await a.store.list_runs(limit=10)}
+    assert statuses == {started.run.run_id: "running", "f" * 32: "interrupted"}
