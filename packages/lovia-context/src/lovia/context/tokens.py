@@ -88,6 +88,7 @@ class TokenCounter:
         self._estimator = estimator
         self._memo: OrderedDict[int, tuple[TranscriptEntry, int]] = OrderedDict()
         self._tool_memo: dict[int, tuple[object, int]] = {}
+        self._last_tools: tuple[object, int] = ((), 0)
 
     # -- texts and entries ---------------------------------------------------------------
 
@@ -161,6 +162,8 @@ class TokenCounter:
         A ``Tool`` is counted through ``schema_json()``; a dict as JSON; anything else by
         its ``str()``. Memoised by tool identity.
         """
+        if type(tools) is tuple and tools is self._last_tools[0]:
+            return self._last_tools[1]  # the same offered tools as the last call (immutable)
         total = 0
         for tool in tools:
             hit = self._tool_memo.get(id(tool))
@@ -172,6 +175,8 @@ class TokenCounter:
             total += tokens
         if len(self._tool_memo) > 4_096:
             self._tool_memo.clear()
+        if type(tools) is tuple:
+            self._last_tools = (tools, total)
         return total
 
 
