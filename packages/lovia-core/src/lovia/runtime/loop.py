@@ -282,10 +282,14 @@ class RunLoop(Generic[T]):
                 yield compacted
             model_turn = self._model_turn(state, view)
             # Deltas are forwarded from here, not from a helper: each generator layer costs
-            # per delta, and deltas are the hot path.
-            async with aclosing(model_turn.stream()) as deltas:
+            # per delta, and deltas are the hot path. (try/finally is ``aclosing`` without
+            # its context-manager calls, twice a turn.)
+            deltas = model_turn.stream()
+            try:
                 async for event in deltas:
                     yield event
+            finally:
+                await deltas.aclose()
             # 6-8, after the reply (here too rather than in a helper generator: a layer
             # costs per tool event as well).
             if self._late_events:
@@ -300,9 +304,12 @@ class RunLoop(Generic[T]):
                 ctx.budget.check(state.budget_usage())
             output: Any = _NO_OUTPUT
             if calls:
-                async with aclosing(self.run_tools(state, calls)) as tool_events:
+                tool_events = self.run_tools(state, calls)
+                try:
                     async for event in tool_events:
                         yield event
+                finally:
+                    await tool_events.aclose()
                 handoff = await self.apply_handoff(state)
                 if handoff is not None:
                     yield handoff
