@@ -95,7 +95,7 @@ class TokenCounter:
     @staticmethod
     def count_text(text: str) -> int:
         """UTF-8 bytes // 4 (a lone surrogate counts without raising)."""
-        return len(text.encode("utf-8", "surrogatepass")) // 4
+        return _text_tokens(text)
 
     def count_parts(self, parts: Iterable[ContentPart]) -> int:
         """Text parts by bytes, images and files at their flat cost."""
@@ -111,20 +111,24 @@ class TokenCounter:
 
     def count_entry(self, entry: TranscriptEntry) -> int:
         """Tokens for one entry (memoised by identity)."""
+        memo = self._memo
         key = id(entry)
-        hit = self._memo.get(key)
+        hit = memo.get(key)
         if hit is not None and hit[0] is entry:
             return hit[1]
         tokens = self._estimate(entry)
-        self._memo[key] = (entry, tokens)
-        if len(self._memo) > _MEMO_LIMIT:
-            self._memo.popitem(last=False)
+        memo[key] = (entry, tokens)
+        if len(memo) > _MEMO_LIMIT:
+            memo.popitem(last=False)
         return tokens
 
     def count(self, entries: Iterable[TranscriptEntry]) -> int:
         """The sum of ``count_entry`` over ``entries``."""
         count_entry = self.count_entry
-        return sum(count_entry(e) for e in entries)
+        total = 0
+        for e in entries:  # (not sum() over a generator: the policy counts new entries per call)
+            total += count_entry(e)
+        return total
 
     def _estimate(self, entry: TranscriptEntry) -> int:
         if self._estimator is not None:
@@ -138,13 +142,13 @@ class TokenCounter:
     def _heuristic(self, entry: TranscriptEntry) -> int:
         if isinstance(entry, InputEntry):
             if isinstance(entry.content, str):
-                return self.count_text(entry.content)
+                return _text_tokens(entry.content)
             return self.count_parts(entry.content)
         if isinstance(entry, (AssistantTextEntry, ReasoningEntry)):
-            return self.count_text(entry.content)
+            return _text_tokens(entry.content)
         if isinstance(entry, ToolCallEntry):
-            return self.count_text(entry.name) + self.count_text(entry.arguments) + 4
-        tokens = self.count_text(entry.output)
+            return _text_tokens(entry.name) + _text_tokens(entry.arguments) + 4
+        tokens = _text_tokens(entry.output)
         if entry.parts is not None:
             # The text projection stands in for the binaries; charge their flat cost.
             tokens += sum(
@@ -178,6 +182,11 @@ class TokenCounter:
         if type(tools) is tuple:
             self._last_tools = (tools, total)
         return total
+
+
+def _text_tokens(text: str) -> int:
+    """``TokenCounter.count_text`` as a plain function (the per-entry path calls it)."""
+    return len(text.encode("utf-8", "surrogatepass")) // 4
 
 
 def _wire_text(tool: Any) -> str:

@@ -111,7 +111,12 @@ def _step_as(coro: Coroutine[Any, Any, Any]) -> tuple[asyncio.Task[Any], bool]:
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
     rest = _Rest(coro)
-    task = loop.create_task(rest, context=context)  # type: ignore[call-arg,unused-ignore]
+    if loop.get_task_factory() is None:
+        # What ``loop.create_task`` does without a factory, minus its Python layer: this
+        # runs once per lone call, so every turn of a one-call run.
+        task: asyncio.Task[Any] = asyncio.Task(rest, loop=loop, context=context)  # type: ignore[call-arg,unused-ignore]
+    else:
+        task = loop.create_task(rest, context=context)  # type: ignore[call-arg,unused-ignore]
     current = asyncio.current_task(loop)
     if current is not None:
         _leave_task(loop, current)
