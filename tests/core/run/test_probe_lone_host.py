@@ -38,8 +38,6 @@ async def test_a_context_variable_set_by_one_call_is_not_seen_by_the_next() -> N
 
 
 async def test_a_call_that_cancels_its_own_task_at_once_does_not_reach_the_next_call() -> None:
-    never = asyncio.Event()
-
     @tool
     async def self_cancel() -> str:
         """Asks to cancel its own task, then returns without waiting."""
@@ -49,19 +47,15 @@ async def test_a_call_that_cancels_its_own_task_at_once_does_not_reach_the_next_
         return "asked"
 
     @tool
-    async def bounded() -> str:
-        """Waits on its own deadline after the first call."""
-        try:
-            async with asyncio.timeout(0.01):  # type: ignore[attr-defined,unused-ignore]  # 3.11+
-                await never.wait()
-        except TimeoutError:
-            return "gave up"
-        return "unreachable"
+    async def sleeper() -> str:
+        """Suspends: a cancel leaked from the previous call would land here."""
+        await asyncio.sleep(0.01)
+        return "slept"
 
-    provider = ScriptedProvider([call("self_cancel", {}), call("bounded", {}), text("done")])
-    agent = Agent("t", model=provider, tools=[self_cancel, bounded])
+    provider = ScriptedProvider([call("self_cancel", {}), call("sleeper", {}), text("done")])
+    agent = Agent("t", model=provider, tools=[self_cancel, sleeper])
     result = await asyncio.wait_for(Runner.run(agent, "go"), 5)
-    assert _outputs(result) == ["asked", "gave up"]
+    assert _outputs(result) == ["asked", "slept"]
     assert result.output == "done"
 
 
