@@ -116,8 +116,8 @@ class FirstStepHost:
     and drained like any call), and the next lone call gets a new host. A call therefore
     sees one task across its suspensions, never the run's. Unlike a task per call, calls
     that finish in their first step share the host; a host with a cancel requested (by such
-    a call, on its current task) is never lent again. The run's teardown cancels and
-    drains an idle host (``aclose``).
+    a call, on its current task) is never lent again. The run's teardown cancels an idle
+    host (``close``).
     """
 
     __slots__ = ("_carrier", "_task")
@@ -162,13 +162,16 @@ class FirstStepHost:
         carrier.carry(coro, context, first, error)
         owner.adopt(task)
 
-    async def aclose(self) -> None:
-        """Cancel and drain an idle host (the run's teardown)."""
+    def close(self) -> None:
+        """Cancel an idle host (the run's teardown).
+
+        Not awaited: an idle host runs no call, so it ends at its next step, as a call's
+        task that already finished its work does, and the run's end costs no wait on the
+        loop (which would keep many concurrent runs alive at once).
+        """
         task, self._task, self._carrier = self._task, None, None
         if task is not None:
-            owner = TaskSet()
-            owner.adopt(task)
-            await owner.cancel_and_drain()
+            task.cancel()
 
 
 _FINISHED = object()  # the first step ended the call

@@ -236,7 +236,7 @@ class RunLoop(Generic[T]):
             try:
                 await stack.aclose()
             finally:
-                await self._host.aclose()  # an idle lone-call host (3.11)
+                self._host.close()  # an idle lone-call host (3.11)
         except Exception:  # noqa: BLE001 - fail-open: the run already has its outcome
             _log.warning(
                 "run teardown failed (plugin aclose, workspace or provider close)", exc_info=True
