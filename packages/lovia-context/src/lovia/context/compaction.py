@@ -206,7 +206,9 @@ class Compaction:
         state = track.state
         if not req.overflow:
             self._calibrate(req, track, tools_tokens)
-        window = await self._window(req, track)
+        if self.context_window is None and not track.probe.probed:
+            await track.probe.claimed_by(req.provider)  # once per run: the only wait here
+        window = self._window(req, track)
         before = self._calibrated(track.raw_view, state, tools_tokens)
         budget = self._budget(window, before, overflow=req.overflow)
         if budget is not None and (req.overflow or before > budget.trigger_tokens):
@@ -362,7 +364,8 @@ class Compaction:
     def _calibrated(raw: int, state: CompactionState, tools_tokens: int) -> int:
         return state.calibration.tokens(raw) + tools_tokens
 
-    async def _window(self, req: CompactionRequest, track: _Track) -> int | None:
+    def _window(self, req: CompactionRequest, track: _Track) -> int | None:
+        """The window this call is sized against (the provider was asked already)."""
         state = track.state
         learned = None
         if req.reported_window is not None or state.learned_windows:
@@ -379,8 +382,7 @@ class Compaction:
             learned = state.learned_windows.get(key)
         base = self.context_window
         if base is None:
-            probe = track.probe
-            base = probe.claimed if probe.probed else await probe.claimed_by(req.provider)
+            base = track.probe.claimed
         return resolve_window(base, learned)
 
     def _budget(self, window: int | None, before: int, *, overflow: bool) -> TokenBudget | None:

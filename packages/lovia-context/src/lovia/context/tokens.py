@@ -116,7 +116,10 @@ class TokenCounter:
         hit = memo.get(key)
         if hit is not None and hit[0] is entry:
             return hit[1]
-        tokens = self._estimate(entry)
+        if self._estimator is None:
+            tokens = _ENTRY_OVERHEAD + self._heuristic(entry)  # (the usual case, one call less)
+        else:
+            tokens = self._estimate(entry)
         memo[key] = (entry, tokens)
         if len(memo) > _MEMO_LIMIT:
             memo.popitem(last=False)
