@@ -88,6 +88,8 @@ class _Track:
     blob: dict[str, Any] | None = None
     blob_version: int = -1
     dirty: bool = False
+    calibrated: bool = False
+    """The calibration folded a sample since the state was last written to the scratch."""
     checked: bool = False
     head: tuple[TranscriptEntry, ...] = ()
     head_tokens: int = 0
@@ -169,6 +171,7 @@ class Compaction:
             else (OffloadToolResults(), ClearToolResults(), SummarizeHistory(summarizer))
         )
         self._recall: Tool | None = None
+        self._budget_cache: tuple[tuple[object, ...], TokenBudget] | None = None
         self._tracks: OrderedDict[tuple[str, object], _Track] = OrderedDict()
         self._sessions: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
@@ -203,7 +206,9 @@ class Compaction:
         state = track.state
         if not req.overflow:
             self._calibrate(req, track, tools_tokens)
-        window = await self._window(req, track)
+        if self.context_window is None and not track.probe.probed:
+            await track.probe.claimed_by(req.provider)  # once per run: the only wait here
+        window = self._window(req, track)
         before = self._calibrated(track.raw_view, state, tools_tokens)
         budget = self._budget(window, before, overflow=req.overflow)
         if budget is not None and (req.overflow or before > budget.trigger_tokens):
@@ -221,6 +226,8 @@ class Compaction:
 
     def _sync(self, track: _Track, entries: Sequence[TranscriptEntry], recall: bool) -> int:
         """Bring the cached view up to date with ``entries``; returns the head length."""
+        if self._sync_appended(track, entries, recall):
+            return len(track.head)
         head_n = leading_system_count(entries)
         head = tuple(entries[:head_n])
         if len(head) != len(track.head) or any(
@@ -255,6 +262,47 @@ class Compaction:
         track.first = entries[head_n] if n_body else None
         track.last = entries[-1] if n_body else None
         return head_n
+
+    @staticmethod
+    def _sync_appended(track: _Track, entries: Sequence[TranscriptEntry], recall: bool) -> bool:
+        """The per-call fast path of ``_sync``: ``True`` when ``entries`` is the transcript of
+        the last call plus appended entries, which are then rendered and counted.
+
+        It is the loop's every-turn case, so it proves the same facts as the general path
+        with fewer steps: the same head objects, then the first known body entry (not a
+        system input, so the head did not grow) and the last one, by identity. Anything
+        else (a first call, a swapped head, a rewritten body, a new decision, an appended
+        call that reuses a decided id) takes the general path.
+        """
+        known = track.body_len
+        state = track.state
+        if not known or not track.checked:
+            return False
+        if track.rendered_at != state.version or track.recall != recall:
+            return False
+        head = track.head
+        h = len(head)
+        if len(entries) < h + known or entries[h] is not track.first:
+            return False
+        for i, entry in enumerate(head):
+            if entries[i] is not entry:
+                return False
+        tail = entries[h + known - 1 :]  # the last known entry, then the new ones
+        if tail[0] is not track.last:
+            return False
+        if len(tail) == 1:
+            return True
+        new = tail[1:]
+        if state.cleared or state.offloaded:
+            if any(_reuses_decided_id(e, state) for e in new):
+                return False
+            new = [render_entry(e, state, recall=recall) for e in new]
+        # (With no id-keyed decision every entry renders as itself.)
+        track.view_body.extend(new)
+        track.view_tokens += track.counter.count(new)
+        track.body_len = known + len(new)
+        track.last = tail[-1]
+        return True
 
     def _render_all(
         self, track: _Track, entries: Sequence[TranscriptEntry], head_n: int, recall: bool
@@ -309,40 +357,58 @@ class Compaction:
         # The tools of the call that produced `real`, not today's (a handoff swaps them).
         previous_tools = track.tools_tokens if track.tools_tokens >= 0 else tools_now
         state.calibration.fold(real - previous_tools, estimated)
+        track.calibrated = True
         state.last_view_estimate = None  # one sample per view
 
     @staticmethod
     def _calibrated(raw: int, state: CompactionState, tools_tokens: int) -> int:
         return state.calibration.tokens(raw) + tools_tokens
 
-    async def _window(self, req: CompactionRequest, track: _Track) -> int | None:
+    def _window(self, req: CompactionRequest, track: _Track) -> int | None:
+        """The window this call is sized against (the provider was asked already)."""
         state = track.state
-        key = window_key(req.provider, req.model)
-        if learn_window(
-            state,
-            key,
-            reported=req.reported_window,
-            last_input_tokens=req.last_input_tokens,
-            overflow=req.overflow,
-        ):
-            track.dirty = True
+        learned = None
+        if req.reported_window is not None or state.learned_windows:
+            # (Otherwise there is nothing to learn or look up: the usual call skips the key.)
+            key = window_key(req.provider, req.model)
+            if learn_window(
+                state,
+                key,
+                reported=req.reported_window,
+                last_input_tokens=req.last_input_tokens,
+                overflow=req.overflow,
+            ):
+                track.dirty = True
+            learned = state.learned_windows.get(key)
         base = self.context_window
         if base is None:
-            base = await track.probe.claimed_by(req.provider)
-        return resolve_window(base, state.learned_windows.get(key))
+            base = track.probe.claimed
+        return resolve_window(base, learned)
 
     def _budget(self, window: int | None, before: int, *, overflow: bool) -> TokenBudget | None:
         if window is None:
             if not overflow:
                 return None  # no window information: only the reactive path runs
             return TokenBudget(max(2, before), reserve_output_tokens=0).aggressive()
-        budget = TokenBudget(
+        config = (
             window,
-            reserve_output_tokens=self.reserve_output_tokens,
-            compact_at=self.compact_at,
-            compact_to=self.compact_to,
-            keep_recent_tokens=self.keep_recent_tokens,
+            self.reserve_output_tokens,
+            self.compact_at,
+            self.compact_to,
+            self.keep_recent_tokens,
         )
+        cached = self._budget_cache
+        if cached is not None and cached[0] == config:
+            budget = cached[1]  # validated and resolved already (a per-call saving)
+        else:
+            budget = TokenBudget(
+                window,
+                reserve_output_tokens=self.reserve_output_tokens,
+                compact_at=self.compact_at,
+                compact_to=self.compact_to,
+                keep_recent_tokens=self.keep_recent_tokens,
+            )
+            self._budget_cache = (config, budget)
         return budget.aggressive() if overflow else budget
 
     # -- results -------------------------------------------------------------------------
@@ -352,12 +418,13 @@ class Compaction:
             return entries  # nothing decided: the transcript itself, no copy
         return [*track.head, *track.view_body]
 
-    def _plain(
-        self, entries: Sequence[TranscriptEntry], track: _Track, before: int
-    ) -> ContextResult:
+    @staticmethod
+    def _plain(entries: Sequence[TranscriptEntry], track: _Track, before: int) -> ContextResult:
+        changed = track.state.has_decisions
         return ContextResult(
-            entries=self._view(entries, track),
-            changed=track.state.has_decisions,
+            # Nothing decided: the transcript itself, no copy.
+            entries=[*track.head, *track.view_body] if changed else entries,
+            changed=changed,
             tokens_before=before,
             tokens_after=before,
         )
@@ -551,10 +618,12 @@ class Compaction:
             track.dirty = False
         else:
             blob = track.blob
-            blob["calibration"] = state.calibration.to_dict()
+            if track.calibrated:  # (only a fold changes it: most calls skip the copy)
+                blob["calibration"] = state.calibration.to_dict()
             blob["last_view_estimate"] = state.last_view_estimate
             blob["summary_failures"] = state.summary_failures
             blob["failures_run"] = state.failures_run
+        track.calibrated = False
         req.scratch[SCRATCH_KEY] = track.blob
         if req.session_id is not None:
             self._sessions[req.session_id] = track.blob

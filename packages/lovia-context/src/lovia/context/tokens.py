@@ -88,13 +88,14 @@ class TokenCounter:
         self._estimator = estimator
         self._memo: OrderedDict[int, tuple[TranscriptEntry, int]] = OrderedDict()
         self._tool_memo: dict[int, tuple[object, int]] = {}
+        self._last_tools: tuple[object, int] = ((), 0)
 
     # -- texts and entries ---------------------------------------------------------------
 
     @staticmethod
     def count_text(text: str) -> int:
         """UTF-8 bytes // 4 (a lone surrogate counts without raising)."""
-        return len(text.encode("utf-8", "surrogatepass")) // 4
+        return _text_tokens(text)
 
     def count_parts(self, parts: Iterable[ContentPart]) -> int:
         """Text parts by bytes, images and files at their flat cost."""
@@ -110,20 +111,27 @@ class TokenCounter:
 
     def count_entry(self, entry: TranscriptEntry) -> int:
         """Tokens for one entry (memoised by identity)."""
+        memo = self._memo
         key = id(entry)
-        hit = self._memo.get(key)
+        hit = memo.get(key)
         if hit is not None and hit[0] is entry:
             return hit[1]
-        tokens = self._estimate(entry)
-        self._memo[key] = (entry, tokens)
-        if len(self._memo) > _MEMO_LIMIT:
-            self._memo.popitem(last=False)
+        if self._estimator is None:
+            tokens = _ENTRY_OVERHEAD + self._heuristic(entry)  # (the usual case, one call less)
+        else:
+            tokens = self._estimate(entry)
+        memo[key] = (entry, tokens)
+        if len(memo) > _MEMO_LIMIT:
+            memo.popitem(last=False)
         return tokens
 
     def count(self, entries: Iterable[TranscriptEntry]) -> int:
         """The sum of ``count_entry`` over ``entries``."""
         count_entry = self.count_entry
-        return sum(count_entry(e) for e in entries)
+        total = 0
+        for e in entries:  # (not sum() over a generator: the policy counts new entries per call)
+            total += count_entry(e)
+        return total
 
     def _estimate(self, entry: TranscriptEntry) -> int:
         if self._estimator is not None:
@@ -137,13 +145,13 @@ class TokenCounter:
     def _heuristic(self, entry: TranscriptEntry) -> int:
         if isinstance(entry, InputEntry):
             if isinstance(entry.content, str):
-                return self.count_text(entry.content)
+                return _text_tokens(entry.content)
             return self.count_parts(entry.content)
         if isinstance(entry, (AssistantTextEntry, ReasoningEntry)):
-            return self.count_text(entry.content)
+            return _text_tokens(entry.content)
         if isinstance(entry, ToolCallEntry):
-            return self.count_text(entry.name) + self.count_text(entry.arguments) + 4
-        tokens = self.count_text(entry.output)
+            return _text_tokens(entry.name) + _text_tokens(entry.arguments) + 4
+        tokens = _text_tokens(entry.output)
         if entry.parts is not None:
             # The text projection stands in for the binaries; charge their flat cost.
             tokens += sum(
@@ -161,6 +169,8 @@ class TokenCounter:
         A ``Tool`` is counted through ``schema_json()``; a dict as JSON; anything else by
         its ``str()``. Memoised by tool identity.
         """
+        if type(tools) is tuple and tools is self._last_tools[0]:
+            return self._last_tools[1]  # the same offered tools as the last call (immutable)
         total = 0
         for tool in tools:
             hit = self._tool_memo.get(id(tool))
@@ -172,7 +182,14 @@ class TokenCounter:
             total += tokens
         if len(self._tool_memo) > 4_096:
             self._tool_memo.clear()
+        if type(tools) is tuple:
+            self._last_tools = (tools, total)
         return total
+
+
+def _text_tokens(text: str) -> int:
+    """``TokenCounter.count_text`` as a plain function (the per-entry path calls it)."""
+    return len(text.encode("utf-8", "surrogatepass")) // 4
 
 
 def _wire_text(tool: Any) -> str:

@@ -73,6 +73,7 @@ from ..transcript import (
     entries_to_messages,
     input_to_entries,
 )
+from ._tasks import FirstStepHost
 from ._views import LiveView, ViewWithTail
 from .config import RunConfig
 from .model_turn import ModelTurn, TurnAssembly
@@ -154,6 +155,8 @@ class RunLoop(Generic[T]):
         self._dispatching = False
         """Whether any activated agent or plugin has hook handlers (else dispatch is skipped)."""
         self._late_events: list[Event] = []
+        self._host = FirstStepHost()
+        """Lends its task to lone calls' first steps across the run's turns (3.11)."""
 
     # -- driving ----------------------------------------------------------------------
 
@@ -230,7 +233,10 @@ class RunLoop(Generic[T]):
         if stack is None:
             return
         try:
-            await stack.aclose()
+            try:
+                await stack.aclose()
+            finally:
+                self._host.close()  # an idle lone-call host (3.11)
         except Exception:  # noqa: BLE001 - fail-open: the run already has its outcome
             _log.warning(
                 "run teardown failed (plugin aclose, workspace or provider close)", exc_info=True
@@ -282,10 +288,14 @@ class RunLoop(Generic[T]):
                 yield compacted
             model_turn = self._model_turn(state, view)
             # Deltas are forwarded from here, not from a helper: each generator layer costs
-            # per delta, and deltas are the hot path.
-            async with aclosing(model_turn.stream()) as deltas:
+            # per delta, and deltas are the hot path. (try/finally is ``aclosing`` without
+            # its context-manager calls, twice a turn.)
+            deltas = model_turn.stream()
+            try:
                 async for event in deltas:
                     yield event
+            finally:
+                await deltas.aclose()
             # 6-8, after the reply (here too rather than in a helper generator: a layer
             # costs per tool event as well).
             if self._late_events:
@@ -300,9 +310,12 @@ class RunLoop(Generic[T]):
                 ctx.budget.check(state.budget_usage())
             output: Any = _NO_OUTPUT
             if calls:
-                async with aclosing(self.run_tools(state, calls)) as tool_events:
+                tool_events = self.run_tools(state, calls)
+                try:
                     async for event in tool_events:
                         yield event
+                finally:
+                    await tool_events.aclose()
                 handoff = await self.apply_handoff(state)
                 if handoff is not None:
                     yield handoff
@@ -573,6 +586,7 @@ class RunLoop(Generic[T]):
             interactive=self.config.interactive,
             truncated=state.finish_reason == "length",
             on_result=self._save_progress,
+            host=self._host,
         )
         return processor.run_batch(calls)
 

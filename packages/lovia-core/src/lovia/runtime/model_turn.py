@@ -151,14 +151,18 @@ class TurnAssembly:
                 out.append(AssistantTextEntry(content))
         for index in sorted(self._slots):
             call_id, name, fragments, entry = self._slots[index]
-            if entry is None:
-                if not name:
-                    continue
-                entry = ToolCallEntry(call_id or "", name, "".join(fragments) or "{}")
-            unique = unique_call_id(entry.call_id, taken)
-            if unique != entry.call_id:
-                _log.info("model.call_id_rewritten: %r -> %r", entry.call_id, unique)
-                entry = ToolCallEntry(unique, entry.name, entry.arguments)
+            if entry is not None:  # the provider sent the whole entry
+                call_id, name, arguments = entry.call_id, entry.name, entry.arguments
+            elif name:
+                call_id, arguments = call_id or "", "".join(fragments) or "{}"
+            else:
+                continue
+            unique = unique_call_id(call_id, taken)
+            if unique != call_id:
+                _log.info("model.call_id_rewritten: %r -> %r", call_id, unique)
+            if entry is None or unique != call_id:
+                # Built once, with its unique id (some servers repeat an id every turn).
+                entry = ToolCallEntry(unique, name, arguments)
             out.append(entry)
         return out
 

@@ -288,8 +288,8 @@ def parse_tool_arguments(arguments: str, *, truncated: bool = False) -> dict[str
     that is not an object; with ``truncated=True`` (the reply hit its token limit) the
     message says the call was cut off.
     """
-    if not arguments.strip():
-        return {}
+    if arguments == "{}" or not arguments.strip():
+        return {}  # (no arguments: the common case of a no-argument tool skips the decoder)
     try:
         value = json.loads(arguments)
     except RecursionError:

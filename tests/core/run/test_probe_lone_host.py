@@ -1,0 +1,103 @@
+"""Lone calls that finish in their first step share the run's host task on 3.11 (see
+``runtime/_tasks.FirstStepHost``); these pin what that sharing must never change."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import sys
+
+import pytest
+from lovia import Agent, Runner, tool
+from lovia.testing import ScriptedProvider, call, text
+from lovia.transcript import ToolResultEntry
+
+pytestmark = pytest.mark.skipif(sys.version_info < (3, 11), reason="Task.cancelling is 3.11+")
+
+_seen: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="unset")
+
+
+def _outputs(result: object) -> list[str]:
+    return [e.output for e in result.entries if isinstance(e, ToolResultEntry)]  # type: ignore[attr-defined]
+
+
+async def test_a_context_variable_set_by_one_call_is_not_seen_by_the_next() -> None:
+    @tool
+    async def mark(value: str) -> str:
+        """Reports the variable, then sets it."""
+        before = _seen.get()
+        _seen.set(value)
+        return before
+
+    provider = ScriptedProvider(
+        [call("mark", {"value": "a"}), call("mark", {"value": "b"}), text("done")]
+    )
+    result = await Runner.run(Agent("t", model=provider, tools=[mark]), "go")
+    assert _outputs(result) == ["unset", "unset"]
+    assert _seen.get() == "unset"
+
+
+async def test_a_call_that_cancels_its_own_task_at_once_does_not_reach_the_next_call() -> None:
+    @tool
+    async def self_cancel() -> str:
+        """Asks to cancel its own task, then returns without waiting."""
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        return "asked"
+
+    @tool
+    async def sleeper() -> str:
+        """Suspends: a cancel leaked from the previous call would land here."""
+        await asyncio.sleep(0.01)
+        return "slept"
+
+    provider = ScriptedProvider([call("self_cancel", {}), call("sleeper", {}), text("done")])
+    agent = Agent("t", model=provider, tools=[self_cancel, sleeper])
+    result = await asyncio.wait_for(Runner.run(agent, "go"), 5)
+    assert _outputs(result) == ["asked", "slept"]
+    assert result.output == "done"
+
+
+async def test_sync_finishing_calls_then_a_suspending_one_keep_the_run_task_out() -> None:
+    runner_task = asyncio.current_task()
+    tasks: list[asyncio.Task[object] | None] = []
+
+    @tool
+    async def quick() -> str:
+        """Returns at once."""
+        tasks.append(asyncio.current_task())
+        return "ok"
+
+    @tool
+    async def slow() -> str:
+        """Suspends, and reports whether it kept one task."""
+        first = asyncio.current_task()
+        await asyncio.sleep(0)
+        return f"{first is asyncio.current_task()} {first is runner_task}"
+
+    script = [
+        call("quick", {}),
+        call("quick", {}),
+        call("slow", {}),
+        call("quick", {}),
+        text("done"),
+    ]
+    provider = ScriptedProvider(script)
+    result = await Runner.run(Agent("t", model=provider, tools=[quick, slow]), "go")
+    assert _outputs(result) == ["ok", "ok", "True False", "ok"]
+    assert runner_task not in tasks and None not in tasks
+
+
+async def test_a_run_with_lone_calls_leaves_no_task_behind() -> None:
+    before = asyncio.all_tasks()
+
+    @tool
+    async def quick() -> str:
+        """Returns at once."""
+        return "ok"
+
+    provider = ScriptedProvider([call("quick", {}), call("quick", {}), text("done")])
+    await Runner.run(Agent("t", model=provider, tools=[quick]), "go")
+    await asyncio.sleep(0)  # (a finished call's task, or an idle host, ends at its next step)
+    assert asyncio.all_tasks() == before
