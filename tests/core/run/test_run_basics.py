@@ -93,6 +93,21 @@ async def test_usage_accumulates_and_last_input_tokens_is_the_final_call() -> No
     assert result.finish_reason == "stop"
 
 
+def test_usage_updated_takes_a_later_report_field_by_field() -> None:
+    # A call's first report (Anthropic's message_start) has the input and cache counts, the
+    # last one (message_delta) the output: together they are one call's usage, not a sum.
+    first = Usage(input_tokens=100, cache_read_tokens=80, requests=1)
+    merged = first.updated(Usage(output_tokens=7))
+    assert merged.to_dict() == {
+        "input_tokens": 100,
+        "output_tokens": 7,
+        "cache_read_tokens": 80,
+        "cache_write_tokens": 0,
+        "requests": 1,
+    }
+    assert merged is not first and first.output_tokens == 0
+
+
 def test_run_sync_wraps_asyncio_run() -> None:
     provider = ScriptedProvider([text("sync")])
     assert Runner.run_sync(_agent(provider), "hi").output == "sync"

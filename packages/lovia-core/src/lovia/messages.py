@@ -122,6 +122,20 @@ class Usage:
     def __add__(self, other: Usage) -> Usage:
         return Usage().add(self).add(other)
 
+    def updated(self, report: Usage) -> Usage:
+        """A new usage: ``report``'s non-zero fields over this one's.
+
+        How one model call's several usage reports combine (a provider may send the input
+        count first and the output count at the end); summing them would count twice.
+        """
+        return Usage(
+            input_tokens=report.input_tokens or self.input_tokens,
+            output_tokens=report.output_tokens or self.output_tokens,
+            cache_read_tokens=report.cache_read_tokens or self.cache_read_tokens,
+            cache_write_tokens=report.cache_write_tokens or self.cache_write_tokens,
+            requests=report.requests or self.requests,
+        )
+
     def copy(self) -> Usage:
         return Usage().add(self)
 

@@ -98,7 +98,7 @@ class TurnAssembly:
             if delta.arguments:
                 slot[2].append(delta.arguments)
         elif isinstance(delta, UsageDelta):
-            self.usage = _merge_usage(self.usage, delta.usage)
+            self.usage = delta.usage if self.usage is None else self.usage.updated(delta.usage)
         elif isinstance(delta, FinishDelta):
             self.finish_reason = delta.reason
             self.finished = True
@@ -187,18 +187,6 @@ def unique_call_id(call_id: str, taken: dict[str, int]) -> str:
     unique = f"{base}_{n}"
     taken[unique] = 1
     return unique
-
-
-def _merge_usage(old: Usage | None, new: Usage) -> Usage:
-    if old is None:
-        return new
-    return Usage(
-        input_tokens=new.input_tokens or old.input_tokens,
-        output_tokens=new.output_tokens or old.output_tokens,
-        cache_read_tokens=new.cache_read_tokens or old.cache_read_tokens,
-        cache_write_tokens=new.cache_write_tokens or old.cache_write_tokens,
-        requests=new.requests or old.requests,
-    )
 
 
 class ModelTurn:

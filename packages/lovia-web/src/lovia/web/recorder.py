@@ -273,7 +273,7 @@ class ViewRecorder:
             async for delta in stream:
                 kind = type(delta)
                 if kind is UsageDelta:
-                    usage = _merge(usage, delta.usage)  # type: ignore[union-attr]  # by kind
+                    usage = delta.usage if usage is None else usage.updated(delta.usage)  # type: ignore[union-attr]  # by kind
                 elif kind is FinishDelta:
                     finish = delta.reason  # type: ignore[union-attr]  # narrowed by kind
                     status = "completed"
@@ -429,21 +429,6 @@ def _as_list(view: Sequence[TranscriptEntry]) -> list[TranscriptEntry]:
         out.extend(tail)
         return out
     return view if isinstance(view, list) else list(view)
-
-
-def _merge(old: Usage | None, new: Usage) -> Usage:
-    """What the loop keeps of several ``UsageDelta``: the last non-zero value per field."""
-    if old is None:
-        return new
-    from lovia.messages import Usage
-
-    return Usage(
-        input_tokens=new.input_tokens or old.input_tokens,
-        output_tokens=new.output_tokens or old.output_tokens,
-        cache_read_tokens=new.cache_read_tokens or old.cache_read_tokens,
-        cache_write_tokens=new.cache_write_tokens or old.cache_write_tokens,
-        requests=new.requests or old.requests,
-    )
 
 
 def _tool_summary(tools: Sequence[Tool]) -> dict[str, Any]:
