@@ -420,3 +420,28 @@ async def test_a_model_string_is_recorded_and_closed_at_the_runs_end(
     assert _view_as_sent(body["view"]) == [entry_to_dict(e) for e in built[0].views[0]]
     await _chat(client, "again", session)  # a new run builds (and closes) its own
     assert [p.closed for p in built] == [1, 1]
+
+
+async def test_lone_surrogates_in_the_view_are_answered(tmp_path: Path, asgi_client: Any) -> None:
+    """A tool's output and a todo (hence the reminder) with a lone surrogate: every turn
+    answers 200 with U+FFFD in its place, as the chat's detail does, never a 500."""
+    from lovia import tool
+
+    @tool
+    async def probe() -> str:
+        """Output that is not valid UTF-8 text."""
+        return "bad \ud800 output"
+
+    todos = '{"todos": [{"content": "fix \\udc00 this", "status": "in_progress"}]}'
+    script = [call("probe", {}, call_id="p1"), call("todo_write", todos, call_id="t1"), text("ok")]
+    agent = Agent(
+        name="helper", instructions="Be brief.", model=ScriptedProvider(script),
+        tools=[probe], plugins=[Todo()],
+    )  # fmt: skip
+    client = await asgi_client(create_app(agent, db_path=tmp_path / "c.db", generate_titles=False))
+    session = await _chat(client, "go")
+    for turn in (1, 2, 3):
+        r = await client.get(f"/api/sessions/{session}/turns/{turn}/context")
+        assert r.status_code == 200, (turn, r.text)
+    shown = json.dumps(r.json()["view"], ensure_ascii=False)
+    assert "bad \ufffd output" in shown and "fix \ufffd this" in shown
