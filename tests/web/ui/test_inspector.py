@@ -445,3 +445,54 @@ async def test_lone_surrogates_in_the_view_are_answered(tmp_path: Path, asgi_cli
         assert r.status_code == 200, (turn, r.text)
     shown = json.dumps(r.json()["view"], ensure_ascii=False)
     assert "bad \ufffd output" in shown and "fix \ufffd this" in shown
+
+
+GARBLED_ROWS: list[dict[str, Any]] = [
+    {"turn": 1, "keep": None, "segs": [[0, 1]]},
+    {"turn": "1", "segs": [[0, 1]]},
+    {"turn": 1, "segs": [[0, 1]], "n": "x", "last": 5},
+    {"turn": 1, "segs": [[0, 1]], "usage": {"input_tokens": "x"}},
+    {"turn": 1, "segs": [[0, 1]], "usage": {"foo": 1}},
+    {"turn": 1, "segs": [[-5, 1], [3, 1], [True, 1]]},
+    {"turn": 1, "segs": "x", "lits": {"id": 0}},
+    {"turn": 1, "segs": [0, 1], "lits": [{"id": 0, "entry": "nope"}, {"id": 1, "recall": 5,
+     "kind": "cleared", "entry": {"type": "tool_result", "call_id": "c", "output": "x"}}]},
+    {"turn": 1, "segs": [[0, 1]], "tools": {"names": 5, "tokens": "x"}},
+    {"turn": 1, "segs": [[0, 1]], "tools": "x", "system": 5, "model": 5},
+    {"turn": 1, "n": 10**9, "segs": [[0, 10**9]]},  # a range it would take hours to list
+]  # fmt: skip
+
+
+async def test_a_garbled_row_of_any_shape_is_answered(recorded: Any) -> None:
+    """Every field of a ``context_view`` row (and a decision or compaction row) of the wrong
+    type or out of range: the turn answers with what it can, never a 500 and never a range listed
+    entry by entry past what the record holds."""
+    from lovia.web.eventlog import EventRecord
+
+    app, _, _, session = recorded
+    store = app.state.lovia.store
+    decisions = {"decisions": [{"turn": 1, "kind": "path", "op": "fly"}, "x", {"turn": 1}]}
+
+    for garbled in GARBLED_ROWS:
+
+        class Garbled:
+            row: dict[str, Any] = garbled  # bound now, not when the loop has moved on
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(store, name)
+
+            async def read_events(self, run_id: str, after: int = 0) -> list[Any]:
+                events = await store.read_events(run_id, after=after)
+                seq = events[-1].seq
+                return [
+                    *events,
+                    EventRecord(run_id, seq + 1, "context_permissions", decisions),
+                    EventRecord(run_id, seq + 2, "context_view", self.row),
+                    EventRecord(run_id, seq + 3, "context_compacted", {"tokens_before": "x"}),
+                ]
+
+        body = await turn_context(Garbled(), app.state.lovia.agents, session, 1)  # type: ignore[arg-type]
+        assert body.source == "recorded", garbled
+        assert len(body.view) <= 100, garbled  # the real record is a few entries long
+        assert body.permissions == []
+        assert body.missing, garbled  # says what it could not read

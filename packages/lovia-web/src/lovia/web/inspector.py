@@ -24,7 +24,10 @@ last call of the turn is shown (a retried call is counted in ``attempts``).
 A run logged before the recorder existed gets the old estimate from the record
 (``source="estimated"``), and ``missing`` lists what is not known. A recording whose
 record no longer lines up (the chat was rewound or edited since) keeps its literals and
-usage but not the record entries, and says so.
+usage but not the record entries, and says so. A row edited by hand or cut short is read
+field by field: a value of the wrong type or out of range is left out and named in
+``missing``; record entries past the call's record (``n``) or past the record stored now
+are named there once, not listed.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from lovia.transcript import (
     TranscriptEntry,
     entry_from_dict,
 )
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from .errors import NotFound
 from .eventlog import EventRecord
@@ -219,10 +222,20 @@ class TurnContext(BaseModel):
     missing: list[str]
 
 
+def _int(value: object, default: int) -> int:
+    """``value`` when the log holds a real integer there, else ``default`` (a row edited by
+    hand: ``int()`` would raise on ``None`` or ``"x"``, and ``True`` is no count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def _turn_spans(records: Sequence[EventRecord]) -> dict[int, tuple[int, int]]:
     """turn -> (index of its turn_started, index of the next turn_started or the end)."""
     starts = [
-        (i, int(r.data.get("turn", 0))) for i, r in enumerate(records) if r.type == "turn_started"
+        (i, _int(r.data.get("turn"), 0)) for i, r in enumerate(records) if r.type == "turn_started"
     ]
     spans: dict[int, tuple[int, int]] = {}
     for k, (index, turn) in enumerate(starts):
@@ -320,6 +333,8 @@ class _Call:
 class _Recording:
     calls: list[_Call] = field(default_factory=list)
     decisions: list[dict[str, Any]] = field(default_factory=list)
+    garbled: list[str] = field(default_factory=list)
+    """What could not be read (a row edited by hand), for ``missing``."""
 
 
 def _decode(records: Sequence[EventRecord]) -> _Recording:
@@ -334,7 +349,12 @@ def _decode(records: Sequence[EventRecord]) -> _Recording:
     for record in records:
         data = record.data
         if record.type == CONTEXT_PERMISSIONS:
-            out.decisions.extend(d for d in data.get("decisions", []) if isinstance(d, dict))
+            decisions = data.get("decisions")
+            for d in decisions if isinstance(decisions, list) else [decisions]:
+                if isinstance(d, dict):
+                    out.decisions.append(d)
+                else:
+                    out.garbled.append(f"a permission decision of seq {record.seq} (garbled)")
             continue
         if record.type != CONTEXT_VIEW:
             continue
@@ -342,29 +362,32 @@ def _decode(records: Sequence[EventRecord]) -> _Recording:
             lits, segs, system, tools, model = {}, [], None, None, None
         else:
             lits = dict(lits)  # a call keeps the literals known at its time
-        for lit in data.get("lits", []):
-            if isinstance(lit, dict) and isinstance(lit.get("id"), int):
+        found_lits = data.get("lits", [])
+        for lit in found_lits if isinstance(found_lits, list) else []:
+            if isinstance(lit, dict) and _int(lit.get("id"), -1) >= 0:
                 lits[lit["id"]] = lit
-        segs = segs[: int(data.get("keep", 0))] + [
-            s for s in data.get("segs", []) if isinstance(s, int) or _is_range(s)
+        found_segs = data.get("segs", [])
+        segs = segs[: max(0, _int(data.get("keep"), 0))] + [
+            s for s in (found_segs if isinstance(found_segs, list) else []) if _is_seg(s)
         ]
         if "system" in data:
-            system = data["system"]
+            system = _str(data["system"])
         if "tools" in data:
-            tools = data["tools"]
+            tools = data["tools"] if isinstance(data["tools"], dict) else None
         if "model" in data:
-            model = data["model"]
+            model = _str(data["model"])
+        usage = data.get("usage")
         out.calls.append(
             _Call(
-                turn=int(data.get("turn", 0)),
+                turn=_int(data.get("turn"), -1),  # unknown: shown for no turn
                 segs=segs,
                 lits=lits,
                 system=system,
                 tools=tools,
                 model=model,
-                n=int(data.get("n", 0)),
-                last=data.get("last"),
-                usage=data.get("usage"),
+                n=max(0, _int(data.get("n"), 0)),
+                last=_str(data.get("last")),
+                usage=usage if isinstance(usage, dict) else None,
                 status=str(data.get("status", "")),
                 size=len(json.dumps(data, separators=(",", ":"), ensure_ascii=False)),
             )
@@ -372,8 +395,12 @@ def _decode(records: Sequence[EventRecord]) -> _Recording:
     return out
 
 
-def _is_range(seg: object) -> bool:
-    return isinstance(seg, list) and len(seg) == 2 and all(isinstance(x, int) for x in seg)
+def _is_seg(seg: object) -> bool:
+    """A literal's number or a range ``[a, b]`` with ``0 <= a <= b`` (what the recorder
+    writes); anything else is a hand-edited row's and is left out."""
+    if isinstance(seg, list):
+        return len(seg) == 2 and all(_int(x, -1) >= 0 for x in seg) and seg[0] <= seg[1]
+    return _int(seg, -1) >= 0
 
 
 async def _stored_record(
@@ -447,17 +474,22 @@ def _common(
     compactions = [
         CompactionSeen(
             reason=str(r.data.get("reason", "")),
-            tokens_before=int(r.data.get("tokens_before", 0)),
-            tokens_after=int(r.data.get("tokens_after", 0)),
-            entries_before=int(r.data.get("entries_before", 0)),
-            entries_after=int(r.data.get("entries_after", 0)),
-            detail=[str(d) for d in r.data.get("detail", [])],
+            tokens_before=_int(r.data.get("tokens_before"), 0),
+            tokens_after=_int(r.data.get("tokens_after"), 0),
+            entries_before=_int(r.data.get("entries_before"), 0),
+            entries_after=_int(r.data.get("entries_after"), 0),
+            detail=[str(d) for d in detail] if isinstance(detail, list) else [],
         )
         for r in records[previous_start:end]
         if r.type == "context_compacted"
+        for detail in (r.data.get("detail"),)
     ]
     done = next((r for r in records if r.type == "done"), None)
     usage_data = done.data.get("usage") if done is not None else None
+    try:
+        run_usage = RunUsage.model_validate(usage_data) if isinstance(usage_data, dict) else None
+    except ValidationError:  # a hand-edited row: the totals are not known
+        run_usage = None
     turn_records = records[start:end]
     results_by_id = {r.data.get("call_id"): r.data for r in turn_records if r.type == "tool_result"}
     tool_calls = []
@@ -482,7 +514,7 @@ def _common(
     return {
         "turns": sorted(spans),
         "window": _window(agent) if agent is not None else None,
-        "usage": RunUsage(**usage_data) if isinstance(usage_data, dict) else None,
+        "usage": run_usage,
         "compactions": compactions,
         "approvals": _approvals(turn_records),
         "tool_calls": tool_calls,
@@ -534,9 +566,18 @@ async def _recorded(
         sums[part][0] += tokens or 0
         sums[part][1] += 1
 
+    missing.extend(recording.garbled)
+    # The recorder never points past the record it saw (``n``); what lies past the record
+    # stored now (a rewind, a hand-edited row) is named once, not listed entry by entry.
+    known = min(call.n, len(record))
     for seg in call.segs:
         if isinstance(seg, list):
-            for pos in range(int(seg[0]), int(seg[1])):
+            if seg[1] > known:
+                missing.append(
+                    f"record entries {max(seg[0], known)} to {seg[1] - 1} of the view "
+                    "(past the record stored or the call's own)"
+                )
+            for pos in range(seg[0], min(seg[1], known)):
                 source: ViewSource = "system" if head and pos == 0 else "record"
                 entry = record[pos] if aligned and pos < len(record) else None
                 tokens = counter.count_entry(entry) if entry is not None else None
@@ -555,7 +596,7 @@ async def _recorded(
                 else:
                     add("history", tokens)
             continue
-        lit = call.lits.get(int(seg))
+        lit = call.lits.get(seg)
         if lit is None:  # a log trimmed by hand: say so rather than guess
             missing.append(f"literal {seg} of the view (its record was not found)")
             continue
@@ -565,7 +606,9 @@ async def _recorded(
             literal: TranscriptEntry | None = entry_from_dict(lit.get("entry"))
         except ValueError:
             literal = None
+            missing.append(f"literal {seg} of the view (its entry is garbled)")
         tokens = counter.count_entry(literal) if literal is not None else None
+        recall = _str(lit.get("recall"))
         index = None
         if isinstance(literal, ToolResultEntry):
             index = results_at.get(literal.call_id) if aligned else None
@@ -574,8 +617,8 @@ async def _recorded(
                 source=kind,
                 index=index,
                 tokens=tokens,
-                entry=lit.get("entry"),
-                recall=lit.get("recall"),
+                entry=entry_to_dict(literal) if literal is not None else None,
+                recall=recall,
             )
         )
         if kind in _MARKERS and isinstance(literal, ToolResultEntry):
@@ -584,7 +627,7 @@ async def _recorded(
                 ClearedSeen(
                     call_id=literal.call_id,
                     kind=kind,  # type: ignore[arg-type]  # one of _MARKERS
-                    recall=lit.get("recall"),
+                    recall=recall,
                     index=index,
                     tokens=tokens,
                     original_tokens=counter.count_entry(original) if original else None,
@@ -598,6 +641,7 @@ async def _recorded(
             add("history", tokens)
     tools = call.tools or {}
     tool_tokens = tools.get("tokens")
+    tool_names = tools.get("names")
     parts = [
         PartTokens(name="system", tokens=sums["system"][0], entries=sums["system"][1]),
         PartTokens(name="history", tokens=sums["history"][0], entries=sums["history"][1]),
@@ -606,12 +650,17 @@ async def _recorded(
         PartTokens(
             name="tool_schemas",
             tokens=tool_tokens if isinstance(tool_tokens, int) else None,
-            entries=len(tools.get("names", [])),
+            entries=len(tool_names) if isinstance(tool_names, list) else 0,
         ),
     ]
-    usage = call.usage
-    if usage is None:
+    call_usage = None
+    if call.usage is None:
         missing.append("the provider's usage for this call (the provider reported none)")
+    else:
+        try:
+            call_usage = CallUsage.model_validate(call.usage)
+        except ValidationError:
+            missing.append("the provider's usage for this call (its record is garbled)")
     record_tokens = counter.count(record[: call.n]) if aligned else 0
     seen: set[tuple[Any, ...]] = set()
     permissions: list[PermissionSeen] = []
@@ -622,7 +671,10 @@ async def _recorded(
         if key in seen:  # the gate repeating the check ahead of it
             continue
         seen.add(key)
-        permissions.append(PermissionSeen.model_validate(d))
+        try:
+            permissions.append(PermissionSeen.model_validate(d))
+        except ValidationError:
+            missing.append("a permission decision of this turn (its record is garbled)")
     return TurnContext(
         session_id=session_id,
         run_id=run_id,
@@ -633,7 +685,7 @@ async def _recorded(
         seen_tokens=sum(p.tokens or 0 for p in parts),
         model=call.model,
         attempts=len(calls),
-        call_usage=CallUsage(**usage) if isinstance(usage, dict) else None,
+        call_usage=call_usage,
         view=view,
         cleared=cleared,
         permissions=permissions,
