@@ -496,3 +496,17 @@ async def test_a_garbled_row_of_any_shape_is_answered(recorded: Any) -> None:
         assert len(body.view) <= 100, garbled  # the real record is a few entries long
         assert body.permissions == []
         assert body.missing, garbled  # says what it could not read
+
+
+async def test_a_gated_operation_is_shown_enforced(recorded: Any) -> None:
+    """The check ahead of a read and the read's own gate are one decision in the panel; it
+    must say the operation was gated, not "checked only" (the first of the pair)."""
+    _, client, _, session = recorded
+
+    async def enforced(turn: int) -> list[tuple[str, bool]]:
+        body = (await client.get(f"/api/sessions/{session}/turns/{turn}/context")).json()
+        return [(p["subject"], p["enforced"]) for p in body["permissions"]]
+
+    assert await enforced(2) == [("notes1.txt", True)]  # checked, then read through the gate
+    assert await enforced(3) == [("private/key.txt", True)]  # the gate refused it
+    assert await enforced(4) == [("ls", False)]  # the approval was denied: never run

@@ -662,19 +662,22 @@ async def _recorded(
         except ValidationError:
             missing.append("the provider's usage for this call (its record is garbled)")
     record_tokens = counter.count(record[: call.n]) if aligned else 0
-    seen: set[tuple[Any, ...]] = set()
-    permissions: list[PermissionSeen] = []
+    # The check ahead of an operation and the operation's own gate are one decision here,
+    # shown where it first happened; it was enforced when either of the pair was (the
+    # check alone says "checked only", which the gate that followed it proves wrong).
+    shown: dict[tuple[Any, ...], PermissionSeen] = {}
     for d in recording.decisions:
         if d.get("turn") != turn:
             continue
         key = (d.get("kind"), d.get("subject"), d.get("op"), d.get("decision"), d.get("rule"))
-        if key in seen:  # the gate repeating the check ahead of it
-            continue
-        seen.add(key)
         try:
-            permissions.append(PermissionSeen.model_validate(d))
+            decision = PermissionSeen.model_validate(d)
         except ValidationError:
             missing.append("a permission decision of this turn (its record is garbled)")
+            continue
+        first = shown.setdefault(key, decision)
+        first.enforced = first.enforced or decision.enforced
+    permissions = list(shown.values())
     return TurnContext(
         session_id=session_id,
         run_id=run_id,
