@@ -510,3 +510,64 @@ async def test_a_gated_operation_is_shown_enforced(recorded: Any) -> None:
     assert await enforced(2) == [("notes1.txt", True)]  # checked, then read through the gate
     assert await enforced(3) == [("private/key.txt", True)]  # the gate refused it
     assert await enforced(4) == [("ls", False)]  # the approval was denied: never run
+
+
+async def test_a_summarisers_call_is_no_attempt_of_the_turn(
+    tmp_path: Path, asgi_client: Any
+) -> None:
+    """``SummarizeHistory`` folds on the run's own provider, so the recorder sees its calls
+    too: they are counted apart (``side_calls``), never as attempts of the turn, and the
+    view shown is the turn's own call."""
+    from lovia import tool
+    from lovia.context import REQUIRED_SECTIONS, SummarizeHistory
+
+    @tool
+    async def fetch(n: int) -> str:
+        """A page."""
+        return f"page {n} " + "q" * 1500
+
+    class Folding(ScriptedProvider):
+        """Replays the script for the run's turns, and answers every fold with a summary."""
+
+        folds = 0
+
+        async def stream(self, entries: Any, **options: Any) -> Any:
+            if entries[0].content.startswith("Read every page."):
+                async for delta in super().stream(entries, **options):
+                    yield delta
+                return
+            self.folds += 1
+            async for delta in ScriptedProvider([text(summary)]).stream(entries, **options):
+                yield delta
+
+    summary = "\n".join(f"## {s}\nok" for s in REQUIRED_SECTIONS)
+    script = [call("fetch", {"n": i}, call_id=f"c{i}") for i in range(6)]
+    model = Folding([*script, text("done")])
+    agent = Agent(
+        name="helper",
+        instructions="Read every page.",
+        model=model,
+        tools=[fetch],
+        context_policy=Compaction(
+            context_window=2500,
+            compact_to=0.5,
+            keep_recent_tokens=200,
+            stages=[SummarizeHistory(min_savings_ratio=0.0)],
+        ),
+    )
+    client = await asgi_client(create_app(agent, db_path=tmp_path / "c.db", generate_titles=False))
+    session = await _chat(client, "go")
+    turns = (await client.get(f"/api/sessions/{session}/turns/1/context")).json()["turns"]
+    assert len(turns) == 7, turns  # six fetches and the answer: folds add no turn
+    bodies = []
+    for turn in turns:
+        r = await client.get(f"/api/sessions/{session}/turns/{turn}/context")
+        assert r.status_code == 200, (turn, r.text)
+        bodies.append(r.json())
+    assert model.folds and sum(b["side_calls"] for b in bodies) == model.folds
+    for body in bodies:
+        assert body["attempts"] == 1, body["turn"]
+        assert body["view"][0]["entry"]["content"].startswith("Read every page.")
+        assert "reminder" not in [v["source"] for v in body["view"]]
+    assert "summary" in [v["source"] for v in bodies[-1]["view"]]
+    assert _view_as_sent(bodies[-1]["view"]) == [entry_to_dict(e) for e in model.views[-1]]

@@ -206,6 +206,9 @@ class TurnContext(BaseModel):
     """``provider:model`` of the recorded call."""
     attempts: int = 0
     """Model calls recorded for the turn (more than one after a retry); the last is shown."""
+    side_calls: int = 0
+    """Other calls on the run's provider during the turn, not the turn's own: a
+    summariser's folds (``SummarizeHistory``). Their bytes count in ``stored_bytes``."""
     call_usage: CallUsage | None = None
     """The provider's report for the call shown (input and cached tokens)."""
     view: list[ViewEntry] = []
@@ -327,6 +330,7 @@ class _Call:
     usage: dict[str, Any] | None
     status: str
     size: int
+    aside: bool
 
 
 @dataclass(slots=True)
@@ -390,6 +394,7 @@ def _decode(records: Sequence[EventRecord]) -> _Recording:
                 usage=usage if isinstance(usage, dict) else None,
                 status=str(data.get("status", "")),
                 size=len(json.dumps(data, separators=(",", ":"), ensure_ascii=False)),
+                aside=data.get("aside") is True,
             )
         )
     return out
@@ -540,7 +545,8 @@ async def _recorded(
     from lovia.transcript import entry_to_dict
 
     calls = [c for c in recording.calls if c.turn == turn]
-    call = calls[-1]
+    own = [c for c in calls if not c.aside] or calls  # (only asides: show what there is)
+    call = own[-1]
     counter = TokenCounter()
     missing: list[str] = []
     body = await _stored_record(store, session_id, run_id, records)
@@ -687,7 +693,8 @@ async def _recorded(
         record_tokens=record_tokens,
         seen_tokens=sum(p.tokens or 0 for p in parts),
         model=call.model,
-        attempts=len(calls),
+        attempts=len(own),
+        side_calls=len(calls) - len(own),
         call_usage=call_usage,
         view=view,
         cleared=cleared,

@@ -24,6 +24,9 @@ ends, and stored compactly:
 * ``n`` is the record's length at the call and ``last`` a small mark of its last entry
   (type and call id or role), so the reader can tell when the stored record no longer
   lines up (a rewind).
+* ``aside``: a call the run loop did not make for the turn but that used the run's
+  provider, such as ``SummarizeHistory``'s fold (its view opens with a system prompt that
+  is not the record's head). The reader counts it apart, never as the turn's call.
 
 Decisions the chat's workspace session made (``lovia.workspace.PermissionDecision``, with
 the rule that decided) are buffered with the turn they happened in and logged as
@@ -326,6 +329,8 @@ class ViewRecorder:
         }
         if self._calls == 1:
             data["start"] = True
+        if _is_aside(raw, self._head):
+            data["aside"] = True
         if n:
             data["last"] = entry_mark(entries[-1])
         if new_lits:
@@ -418,6 +423,16 @@ class ViewRecorder:
             self._lit_objs.clear()
         self._lit_objs[id(entry)] = (entry, lit)
         return lit
+
+
+def _is_aside(raw: list[Any], head: TranscriptEntry | None) -> bool:
+    """Whether a view (as ``_segments`` split it) is not the loop's: the loop's view opens
+    with the record's head, or, for a record without one, with no system entry at all; a
+    summariser's request opens with a system prompt of its own (a literal)."""
+    first = raw[0] if raw else None
+    if first is None or isinstance(first, list):
+        return False
+    return isinstance(first, InputEntry) and first.role == "system" and first != head
 
 
 def _as_list(view: Sequence[TranscriptEntry]) -> list[TranscriptEntry]:

@@ -98,6 +98,7 @@ async function show(turn) {
     meter,
     usage,
     data.attempts > 1 ? h("p", { class: "hint", text: t("attempts", { n: data.attempts }) }) : null,
+    data.side_calls ? h("p", { class: "hint", text: t("side_calls", { n: data.side_calls }) }) : null,
     h("h3", { text: t("by_part") }),
     h("table", { class: "list inspector-parts" }, h("tbody", {}, rows)),
     recorded ? h("h3", { text: t("view_sent", { n: data.view.length }) }) : null,
