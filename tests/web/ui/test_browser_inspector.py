@@ -61,3 +61,39 @@ async def test_the_panel_shows_the_recorded_view(page: Any, serve_ui: Any, tmp_p
     await page.shot("context-inspector")
     await p.keyboard.press("Escape")
     assert await dialog.is_hidden()
+
+
+async def test_an_inspector_error_is_shown_with_its_hint(page: Any, serve_ui: Any) -> None:
+    """The endpoint answers an error (here a 404 for a run whose events were pruned): the
+    panel opens with what the server said and its hint, instead of the button doing
+    nothing (an unhandled rejection). The server's text is shown as text, never HTML."""
+    from lovia import Agent
+
+    agent = Agent(name="helper", model=ScriptedProvider([text("answered")]))
+    server = await serve_ui(agent)
+    await open_page(page, server.url)
+    await send(page, "hello")
+    p = page.page
+    await p.locator(".msg.assistant .md", has_text="answered").wait_for()
+    body = {
+        "detail": "run 'x' has no turn 1 <img src=x onerror=alert(1)>",
+        "hint": "its turns: none",
+    }
+    await p.route("**/turns/*/context*", lambda route: route.fulfill(status=404, json=body))
+
+    class ExpectedNotFound(list[str]):
+        """The page's error log, less the 404 this test answers (and the browser's console
+        line about it), whenever the browser reports them."""
+
+        def append(self, item: str) -> None:
+            if "/context" not in item and "404 (Not Found)" not in item:
+                super().append(item)
+
+    page.errors = ExpectedNotFound(page.errors)
+    await p.get_by_role("button", name="Context").click()
+    dialog = p.locator("#inspector")
+    await dialog.locator(".inspector-error", has_text="has no turn 1").wait_for()
+    assert "its turns: none" in await dialog.inner_text()
+    assert await dialog.locator("img").count() == 0
+    await p.keyboard.press("Escape")
+    assert await dialog.is_hidden()

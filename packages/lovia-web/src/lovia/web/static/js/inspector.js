@@ -51,10 +51,28 @@ function list(items, render) {
   return items.length ? h("ul", {}, items.map(render)) : h("p", { class: "hint", text: t("nothing") });
 }
 
+/** The panel with what the server answered instead of a turn (its detail and hint, as
+ * text): a click that failed must say so, not leave the button looking dead. */
+function showError(err) {
+  const closer = h("button", { type: "button", class: "btn", text: t("close"), onclick: close });
+  dialog.replaceChildren(
+    h("div", { class: "row" }, h("h2", { id: "inspector-title", text: t("inspector_title") }), closer),
+    h("p", { class: "inspector-error", role: "alert", text: err.message }),
+    err.hint ? h("p", { class: "hint", text: err.hint }) : null);
+  dialog.hidden = false;
+  closer.focus(); // in the panel, so Escape closes it as it does a turn's
+}
+
 async function show(turn) {
   const base = `/api/sessions/${encodeURIComponent(chat.sessionId)}`;
   const q = chat.runId ? `?run_id=${chat.runId}` : "";
-  const data = await get(`${base}/turns/${turn}/context${q}`);
+  let data;
+  try {
+    data = await get(`${base}/turns/${turn}/context${q}`);
+  } catch (err) {
+    showError(err);
+    return;
+  }
   const recorded = data.source === "recorded";
   const size = recorded ? data.seen_tokens : data.record_tokens;
   const total = data.window || Math.max(size || 0, 1);
