@@ -97,3 +97,48 @@ async def test_an_inspector_error_is_shown_with_its_hint(page: Any, serve_ui: An
     assert await dialog.locator("img").count() == 0
     await p.keyboard.press("Escape")
     assert await dialog.is_hidden()
+
+
+async def test_a_late_answer_for_an_earlier_turn_does_not_replace_the_chosen_one(
+    page: Any, serve_ui: Any
+) -> None:
+    """Turn 1 chosen, then turn 2 before turn 1's answer arrived: the panel ends on turn 2
+    (the last choice), not on whichever answer came last."""
+    import asyncio
+
+    from lovia import Agent
+
+    agent = Agent(
+        name="helper",
+        model=ScriptedProvider([call("todo_write", {"todos": []}), text("second turn")]),
+        plugins=[Todo()],
+    )
+    server = await serve_ui(agent)
+    await open_page(page, server.url)
+    await send(page, "hello")
+    p = page.page
+    await p.locator(".msg.assistant .md", has_text="second turn").wait_for()
+    held: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+    async def hold_turn_one(route: Any) -> None:
+        if "/turns/1/" in route.request.url and not held.done():
+            held.set_result(route)  # answered only once turn 2 is on screen
+            return
+        await route.continue_()
+
+    await p.route("**/turns/*/context*", hold_turn_one)
+    await p.get_by_role("button", name="Context").click()
+    dialog = p.locator("#inspector")
+    await dialog.locator("#inspector-turn").wait_for()
+    await p.select_option("#inspector-turn", "1")
+    route = await held
+    await p.select_option("#inspector-turn", "2")
+    await dialog.locator(".view-list > li", has_text="todo_write").first.wait_for()
+    async with p.expect_event("requestfinished", lambda r: "/turns/1/" in r.url):
+        await route.continue_()  # turn 1's answer, late: its body is read in full by now
+    # The page parses and renders an answer in the tasks right after its body arrives;
+    # two frames later it has done so (the unfixed page showed turn 1 here every time).
+    for _ in range(2):
+        await p.evaluate("() => new Promise((done) => requestAnimationFrame(() => done()))")
+    assert await p.locator("#inspector-turn").input_value() == "2"
+    assert await dialog.locator(".view-list > li").count() > 2  # turn 2's view, not turn 1's

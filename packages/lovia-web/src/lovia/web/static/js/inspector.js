@@ -63,16 +63,20 @@ function showError(err) {
   closer.focus(); // in the panel, so Escape closes it as it does a turn's
 }
 
+let asked = 0; // the latest show() call: an earlier one answered late is dropped
+
 async function show(turn) {
+  const mine = ++asked;
   const base = `/api/sessions/${encodeURIComponent(chat.sessionId)}`;
   const q = chat.runId ? `?run_id=${chat.runId}` : "";
   let data;
   try {
     data = await get(`${base}/turns/${turn}/context${q}`);
   } catch (err) {
-    showError(err);
+    if (mine === asked) showError(err);
     return;
   }
+  if (mine !== asked) return; // the user chose another turn meanwhile: that one is shown
   const recorded = data.source === "recorded";
   const size = recorded ? data.seen_tokens : data.record_tokens;
   const total = data.window || Math.max(size || 0, 1);
