@@ -571,3 +571,49 @@ async def test_a_summarisers_call_is_no_attempt_of_the_turn(
         assert "reminder" not in [v["source"] for v in body["view"]]
     assert "summary" in [v["source"] for v in bodies[-1]["view"]]
     assert _view_as_sent(bodies[-1]["view"]) == [entry_to_dict(e) for e in model.views[-1]]
+
+
+async def test_a_shared_workspace_session_keeps_each_runs_decisions_apart(
+    tmp_path: Path, make_app: Any, serve: Any
+) -> None:
+    """An agent bound to one caller-owned workspace session serves every chat through it:
+    while chat A's run waits, chat B's run reads a file. B's read is B's decision only; it
+    must not show up in A's turn (another chat's paths)."""
+    from tests.web.conftest import Gate, chat, until
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "b_private.txt").write_text("b's file")
+    gate = Gate()
+    workspace = Workspace.local(root, mode="coding")
+    session = await workspace.open()
+    try:
+        script = [
+            call("wait_gate", call_id="g1"),  # chat A, turn 1: parks
+            call("read_file", {"path": "b_private.txt"}, call_id="r1"),  # chat B, turn 1
+            text("b done"),  # chat B, turn 2
+            text("a done"),  # chat A, turn 2
+        ]
+        agent = Agent(
+            name="helper",
+            model=ScriptedProvider(script),
+            tools=[gate.tool],
+            workspace=workspace.bind(session),
+        )
+        server = await serve(make_app(agent))
+        async with chat(server.client, "chat a") as (a, a_frames):
+            await gate.entered.wait()
+            async with chat(server.client, "chat b") as (b, b_frames):
+                await until(b_frames, "done")
+            gate.open()
+            await until(a_frames, "done")
+        subjects: dict[str, list[str]] = {}
+        for frame in (a, b):
+            sid = frame.data["session_id"]
+            for turn in (1, 2):
+                r = await server.client.get(f"/api/sessions/{sid}/turns/{turn}/context")
+                subjects.setdefault(sid, []).extend(p["subject"] for p in r.json()["permissions"])
+        assert subjects[b.data["session_id"]] == ["b_private.txt"]
+        assert subjects[a.data["session_id"]] == []
+    finally:
+        await session.close()

@@ -30,7 +30,10 @@ ends, and stored compactly:
 
 Decisions the chat's workspace session made (``lovia.workspace.PermissionDecision``, with
 the rule that decided) are buffered with the turn they happened in and logged as
-``context_permissions`` records before the next call and at the run's end.
+``context_permissions`` records before the next call and at the run's end. Only the run's
+own decisions count: a session bound by the caller may serve several chats at once, so a
+decision is taken only where the run's context (a ``ContextVar`` set when the run sets the
+recorder up, inherited by its tool tasks and threads) names this recorder.
 
 Per call the recorder indexes the transcript's new entries, compares the view with the
 transcript run by run at C speed (O(segments) Python steps), and serialises only new
@@ -48,6 +51,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from itertools import compress, count, islice
 from operator import is_not
 from typing import TYPE_CHECKING, Any
@@ -90,6 +94,9 @@ PRIVATE_RECORDS = frozenset({CONTEXT_VIEW, CONTEXT_PERMISSIONS})
 
 Sink = Callable[[str, dict[str, Any]], Awaitable[None]]
 """``await sink(type, data)``: appends one record to the run's log (``RunLog.put``)."""
+
+_RUNNING: ContextVar[ViewRecorder | None] = ContextVar("lovia_web_recorder", default=None)
+"""The recorder of the run whose code is executing (set in the run's own context)."""
 
 _LITERAL_CACHE = 4096
 """Literal objects remembered by identity before the cache starts over (a reminder is a
@@ -210,6 +217,8 @@ class ViewRecorder:
             self._unobserve = add(self._on_decision)
 
     def _on_decision(self, decision: PermissionDecision) -> None:
+        if _RUNNING.get() is not self:  # another run on the same session (another chat)
+            return
         ctx = self._ctx
         self._decisions.append(
             {
@@ -478,6 +487,9 @@ class _RecorderPlugin:
 
     async def setup(self, ctx: RunContext[Any]) -> PluginInstance:
         self.recorder.bind(ctx)
+        # Set in the run's own context: the run's tools (tasks and threads it starts copy
+        # the context) carry it to the workspace; another chat's run does not.
+        _RUNNING.set(self.recorder)
         return PluginInstance(aclose=self.recorder.aclose)
 
 
