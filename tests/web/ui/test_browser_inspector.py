@@ -142,3 +142,50 @@ async def test_a_late_answer_for_an_earlier_turn_does_not_replace_the_chosen_one
         await p.evaluate("() => new Promise((done) => requestAnimationFrame(() => done()))")
     assert await p.locator("#inspector-turn").input_value() == "2"
     assert await dialog.locator(".view-list > li").count() > 2  # turn 2's view, not turn 1's
+
+
+async def test_the_panel_at_phone_width_with_long_hostile_and_chinese_strings(
+    page: Any, serve_ui: Any, tmp_path: Path
+) -> None:
+    """A 3,000-character command with no space, markup in a tool's output and Chinese text:
+    at 390 px the panel scrolls only up and down, and nothing it shows becomes HTML."""
+    from lovia import Agent, tool
+
+    @tool
+    async def probe() -> str:
+        """Hostile output."""
+        return '<img src=x onerror="document.title=1">中文的结果'
+
+    root = tmp_path / "project"
+    root.mkdir()
+    command = "echo " + "x" * 3000
+    agent = Agent(
+        name="helper",
+        instructions="你是一个简洁的助手。",
+        model=ScriptedProvider(
+            [
+                call("probe", {}, call_id="p1"),
+                call("shell", {"command": command}, call_id="s1"),
+                text("完成"),
+            ]
+        ),
+        tools=[probe],
+        workspace=Workspace.local(root, mode="coding"),
+    )
+    server = await serve_ui(agent, approval_timeout=0.05)
+    p = page.page
+    await p.set_viewport_size({"width": 390, "height": 780})
+    await open_page(page, server.url)
+    await send(page, "试试")
+    await p.locator(".msg.assistant .md", has_text="完成").wait_for()
+    await p.get_by_role("button", name="Context").click()
+    dialog = p.locator("#inspector")
+    await dialog.locator("#inspector-turn").wait_for()
+    await p.select_option("#inspector-turn", "2")
+    await dialog.locator("li", has_text="echo xxx").first.wait_for()
+    assert await dialog.locator("img").count() == 0
+    assert "中文的结果" in await dialog.inner_text()
+    sideways = await dialog.evaluate("(d) => d.scrollWidth - d.clientWidth")
+    assert sideways <= 0, sideways
+    assert await p.evaluate("document.documentElement.scrollWidth") <= 390
+    assert await p.title() != "1"
