@@ -617,3 +617,22 @@ async def test_a_shared_workspace_session_keeps_each_runs_decisions_apart(
         assert subjects[a.data["session_id"]] == []
     finally:
         await session.close()
+
+
+async def test_the_response_format_sent_is_shown(tmp_path: Path, asgi_client: Any) -> None:
+    """A run with an ``output_type`` on a provider with native JSON schema: the schema is
+    part of what the model was sent, so the turn shows it (the recorder logs it)."""
+    from pydantic import BaseModel
+
+    class Verdict(BaseModel):
+        ok: bool
+        reason: str
+
+    model = ScriptedProvider([text('{"ok": true, "reason": "fine"}')], supports_json_schema=True)
+    agent = Agent(name="helper", instructions="Judge.", model=model, output_type=Verdict)
+    client = await asgi_client(create_app(agent, db_path=tmp_path / "c.db", generate_titles=False))
+    session = await _chat(client, "judge this")
+    body = (await client.get(f"/api/sessions/{session}/turns/1/context")).json()
+    sent = model.response_formats[0]
+    assert sent is not None
+    assert body["response_format"] == sent

@@ -204,6 +204,9 @@ class TurnContext(BaseModel):
     compaction, when one happened)."""
     model: str | None = None
     """``provider:model`` of the recorded call."""
+    response_format: dict[str, Any] | None = None
+    """The structured-output schema sent with the call (an ``output_type`` on a provider
+    with native JSON schema); ``None`` when none was sent."""
     attempts: int = 0
     """Model calls recorded for the turn (more than one after a retry); the last is shown."""
     side_calls: int = 0
@@ -325,6 +328,7 @@ class _Call:
     system: str | None
     tools: dict[str, Any] | None
     model: str | None
+    response_format: dict[str, Any] | None
     n: int
     last: str | None
     usage: dict[str, Any] | None
@@ -350,6 +354,7 @@ def _decode(records: Sequence[EventRecord]) -> _Recording:
     system: str | None = None
     tools: dict[str, Any] | None = None
     model: str | None = None
+    response_format: dict[str, Any] | None = None
     for record in records:
         data = record.data
         if record.type == CONTEXT_PERMISSIONS:
@@ -364,6 +369,7 @@ def _decode(records: Sequence[EventRecord]) -> _Recording:
             continue
         if data.get("start"):
             lits, segs, system, tools, model = {}, [], None, None, None
+            response_format = None
         else:
             lits = dict(lits)  # a call keeps the literals known at its time
         found_lits = data.get("lits", [])
@@ -380,6 +386,9 @@ def _decode(records: Sequence[EventRecord]) -> _Recording:
             tools = data["tools"] if isinstance(data["tools"], dict) else None
         if "model" in data:
             model = _str(data["model"])
+        if "response_format" in data:  # logged when it changes, like the tools
+            found = data["response_format"]
+            response_format = found if isinstance(found, dict) else None
         usage = data.get("usage")
         out.calls.append(
             _Call(
@@ -389,6 +398,7 @@ def _decode(records: Sequence[EventRecord]) -> _Recording:
                 system=system,
                 tools=tools,
                 model=model,
+                response_format=response_format,
                 n=max(0, _int(data.get("n"), 0)),
                 last=_str(data.get("last")),
                 usage=usage if isinstance(usage, dict) else None,
@@ -693,6 +703,7 @@ async def _recorded(
         record_tokens=record_tokens,
         seen_tokens=sum(p.tokens or 0 for p in parts),
         model=call.model,
+        response_format=call.response_format,
         attempts=len(own),
         side_calls=len(calls) - len(own),
         call_usage=call_usage,

@@ -123,6 +123,11 @@ async function show(turn) {
     data.side_calls ? h("p", { class: "hint", text: t("side_calls", { n: data.side_calls }) }) : null,
     h("h3", { text: t("by_part") }),
     h("table", { class: "list inspector-parts" }, h("tbody", {}, rows)),
+    data.response_format
+      ? h("details", { class: "response-format" },
+        h("summary", { text: t("response_format") }),
+        h("pre", { class: "view-text", text: JSON.stringify(data.response_format, null, 2) }))
+      : null,
     recorded ? h("h3", { text: t("view_sent", { n: data.view.length }) }) : null,
     recorded ? h("ol", { class: "view-list" }, data.view.map(viewRow)) : null,
     h("h3", { text: t("cleared") }),
