@@ -636,3 +636,29 @@ async def test_the_response_format_sent_is_shown(tmp_path: Path, asgi_client: An
     sent = model.response_formats[0]
     assert sent is not None
     assert body["response_format"] == sent
+
+
+async def test_a_run_rewound_away_is_not_shown_with_the_messages_written_since(
+    tmp_path: Path, asgi_client: Any
+) -> None:
+    """Chat: "a", "b"; rewound to before "b"; then "d". The run that answered "b" no
+    longer has its record in the chat, and "d" now stands where "b" stood (same place,
+    same kind of entry): its turn must not show "d" as what the model was sent."""
+    model = ScriptedProvider([text("A"), text("B"), text("D")])
+    agent = Agent(name="helper", instructions="Be brief.", model=model)
+    client = await asgi_client(create_app(agent, db_path=tmp_path / "c.db", generate_titles=False))
+    session = await _chat(client, "a")
+    await _chat(client, "b", session)
+    run_b = (await client.get(f"/api/sessions/{session}/turns/1/context")).json()["run_id"]
+    r = await client.post(f"/api/sessions/{session}/rewind", json={"user_turn": 1})
+    assert r.status_code == 200, r.text
+    await _chat(client, "d", session)
+    r = await client.get(f"/api/sessions/{session}/turns/1/context", params={"run_id": run_b})
+    body = r.json()
+    shown = [v["entry"]["content"] for v in body["view"] if v["entry"] is not None]
+    assert "d" not in shown, shown
+    assert any("no longer lines up" in m for m in body["missing"])
+    # The chat's current run still lines up, entry for entry.
+    latest = (await client.get(f"/api/sessions/{session}/turns/1/context")).json()
+    assert _view_as_sent(latest["view"]) == [entry_to_dict(e) for e in model.views[2]]
+    assert latest["missing"] == [m for m in latest["missing"] if "usage" in m]

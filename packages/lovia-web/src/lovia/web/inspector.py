@@ -48,7 +48,7 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import NotFound
 from .eventlog import EventRecord
-from .recorder import CONTEXT_PERMISSIONS, CONTEXT_VIEW, entry_mark
+from .recorder import CONTEXT_PERMISSIONS, CONTEXT_VIEW, entry_mark, record_digest
 from .store.base import ChatStore
 
 __all__ = [
@@ -331,6 +331,7 @@ class _Call:
     response_format: dict[str, Any] | None
     n: int
     last: str | None
+    digest: str | None
     usage: dict[str, Any] | None
     status: str
     size: int
@@ -401,6 +402,7 @@ def _decode(records: Sequence[EventRecord]) -> _Recording:
                 response_format=response_format,
                 n=max(0, _int(data.get("n"), 0)),
                 last=_str(data.get("last")),
+                digest=_str(data.get("digest")),
                 usage=usage if isinstance(usage, dict) else None,
                 status=str(data.get("status", "")),
                 size=len(json.dumps(data, separators=(",", ":"), ensure_ascii=False)),
@@ -565,6 +567,9 @@ async def _recorded(
     aligned = call.n <= len(record) and (
         call.n == 0 or call.last is None or entry_mark(record[call.n - 1]) == call.last
     )
+    if aligned and call.digest is not None:  # (absent in a recording older than it)
+        # Same places, same kinds of entry, yet other text: a rewind and a new message.
+        aligned = record_digest(record[len(head) : call.n]) == call.digest
     if not aligned:
         missing.append(
             "the record entries of the view: the stored chat no longer lines up with the "

@@ -23,7 +23,10 @@ ends, and stored compactly:
   tokens), the response format and the model are stored when they change.
 * ``n`` is the record's length at the call and ``last`` a small mark of its last entry
   (type and call id or role), so the reader can tell when the stored record no longer
-  lines up (a rewind).
+  lines up (a rewind). ``digest`` is a running hash of the record's entries up to ``n``
+  (its system head left out: that is ``system``), kept up as entries are appended (each
+  entry is hashed once): a record rewound and then written again (another message in the
+  same places) has the same marks but not the same digest (``record_digest``).
 * ``aside``: a call the run loop did not make for the turn but that used the run's
   provider, such as ``SummarizeHistory``'s fold (its view opens with a system prompt that
   is not the record's head). The reader counts it apart, never as the turn's call.
@@ -48,6 +51,7 @@ chats (``POST /api/chat`` keeps no event log).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -84,6 +88,7 @@ __all__ = [
     "ViewRecorder",
     "classify_literal",
     "entry_mark",
+    "record_digest",
     "record_views",
 ]
 
@@ -156,6 +161,24 @@ def entry_mark(entry: TranscriptEntry) -> str:
     return str(entry.type)
 
 
+def _digest_text(entry: TranscriptEntry) -> bytes:
+    """An entry as the digest reads it: its JSON as a store gives it back (no NUL, a lone
+    surrogate as U+FFFD), so the record read from the chat's store hashes the same."""
+    from .store.sql import clean_text
+
+    text = json.dumps(entry_to_dict(entry), sort_keys=True, ensure_ascii=False, default=str)
+    return clean_text(text).encode("utf-8")
+
+
+def record_digest(entries: Sequence[TranscriptEntry]) -> str:
+    """The ``digest`` of a record's entries (its system head left out), as the recorder
+    logs it; the inspector compares the record it reads with it."""
+    running = hashlib.blake2b(digest_size=8)
+    for entry in entries:
+        running.update(_digest_text(entry))
+    return running.hexdigest()
+
+
 def _usage_dict(usage: Usage | None) -> dict[str, int] | None:
     if usage is None:
         return None
@@ -191,6 +214,9 @@ class ViewRecorder:
         self._observed: object = None
         self._owned: list[Provider] = []
         """Providers built from a model string for this run: closed when it ends."""
+        self._digest = hashlib.blake2b(digest_size=8)
+        self._digested = 0
+        """Entries of the record (its system head left out) in ``_digest`` so far."""
 
     def __repr__(self) -> str:
         return f"ViewRecorder(calls={self._calls})"
@@ -342,6 +368,7 @@ class ViewRecorder:
             data["aside"] = True
         if n:
             data["last"] = entry_mark(entries[-1])
+        data["digest"] = self._record_digest(entries)
         if new_lits:
             data["lits"] = new_lits
         head = self._head
@@ -413,6 +440,19 @@ class ViewRecorder:
             self._head = first if is_head else None
         else:
             self._head = None
+
+    def _record_digest(self, entries: list[TranscriptEntry]) -> str:
+        """The running digest of the record without its head, updated with the entries
+        appended since the last call (the head may come and go on a handoff; the rest only
+        grows, and is hashed again from the start if it ever did not)."""
+        skip = 1 if self._head is not None else 0
+        size = len(entries) - skip
+        if size < self._digested:
+            self._digest, self._digested = hashlib.blake2b(digest_size=8), 0
+        for entry in islice(entries, skip + self._digested, None):
+            self._digest.update(_digest_text(entry))
+        self._digested = size
+        return self._digest.hexdigest()
 
     def _literal(self, entry: TranscriptEntry, trailing: bool, new: list[dict[str, Any]]) -> int:
         known = self._lit_objs.get(id(entry))
