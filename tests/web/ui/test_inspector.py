@@ -662,3 +662,38 @@ async def test_a_run_rewound_away_is_not_shown_with_the_messages_written_since(
     latest = (await client.get(f"/api/sessions/{session}/turns/1/context")).json()
     assert _view_as_sent(latest["view"]) == [entry_to_dict(e) for e in model.views[2]]
     assert latest["missing"] == [m for m in latest["missing"] if "usage" in m]
+
+
+async def test_an_approved_call_that_failed_with_denied_in_its_error_stays_approved(
+    make_app: Any, serve: Any
+) -> None:
+    """The user approves a deploy; the deploy itself fails with "access denied" from the
+    remote. The approval was granted: only the run's own refusal reads as denied."""
+    from lovia import tool
+
+    from tests.web.conftest import chat, until
+
+    @tool(needs_approval=True)
+    def release(env: str) -> str:
+        """Release to ``env``."""
+        raise RuntimeError(f"access denied by the {env} registry")
+
+    script = [
+        call("release", {"env": "prod"}, call_id="a1"),
+        call("release", {"env": "qa"}, call_id="a2"),
+        text("done"),
+    ]
+    agent = Agent(name="helper", model=ScriptedProvider(script), tools=[release])
+    server = await serve(make_app(agent))
+    async with chat(server.client, "ship it") as (session, frames):
+        sid = session.data["session_id"]
+        for call_id, decision in (("a1", "approve"), ("a2", "deny")):
+            await until(frames, "approval_required")
+            body = {"session_id": sid, "call_id": call_id, "decision": decision}
+            assert (await server.client.post("/api/chat/approve", json=body)).status_code == 200
+        await until(frames, "done")
+    seen = []
+    for turn in (1, 2):
+        r = await server.client.get(f"/api/sessions/{sid}/turns/{turn}/context")
+        seen += [(a["call_id"], a["decision"]) for a in r.json()["approvals"]]
+    assert seen == [("a1", "approved"), ("a2", "denied")]

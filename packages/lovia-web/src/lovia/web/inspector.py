@@ -292,6 +292,13 @@ def _window(agent: Agent[Any]) -> int | None:
     return None
 
 
+_REFUSALS = ("Tool error: the call was denied (", "Tool error: the approval check failed (")
+"""How lovia-core's tool runner words the result of a call it refused (``_reject``): an
+approved call whose own error merely says "denied" (a remote's "access denied") is not one
+(``test_workspace_decisions_with_their_rules`` and the approval tests pin the wording
+with real denials)."""
+
+
 def _approvals(records: Sequence[EventRecord]) -> list[ApprovalSeen]:
     results = {r.data.get("call_id"): r.data for r in records if r.type == "tool_result"}
     found: list[ApprovalSeen] = []
@@ -304,7 +311,7 @@ def _approvals(records: Sequence[EventRecord]) -> list[ApprovalSeen]:
         output = None
         if result is not None:
             output = str(result.get("output", ""))
-            denied = bool(result.get("is_error")) and "denied" in output.lower()
+            denied = bool(result.get("is_error")) and output.startswith(_REFUSALS)
             decision = "denied" if denied else "approved"
         found.append(
             ApprovalSeen(
