@@ -697,3 +697,89 @@ async def test_an_approved_call_that_failed_with_denied_in_its_error_stays_appro
         r = await server.client.get(f"/api/sessions/{sid}/turns/{turn}/context")
         seen += [(a["call_id"], a["decision"]) for a in r.json()["approvals"]]
     assert seen == [("a1", "approved"), ("a2", "denied")]
+
+
+class _Capture(ScriptedProvider):
+    """A scripted model that keeps each view as JSON the moment it is sent (not lazily)."""
+
+    def __init__(self, *args: Any, **options: Any) -> None:
+        super().__init__(*args, **options)
+        self.sent: list[list[dict[str, Any]]] = []
+
+    async def stream(self, entries: Any, **options: Any) -> Any:
+        self.sent.append([entry_to_dict(e) for e in entries])
+        async for delta in super().stream(entries, **options):
+            yield delta
+
+
+async def _views_shown(client: Any, session: str) -> list[list[dict[str, Any]]]:
+    turns = (await client.get(f"/api/sessions/{session}/turns/1/context")).json()["turns"]
+    shown = []
+    for turn in turns:
+        body = (await client.get(f"/api/sessions/{session}/turns/{turn}/context")).json()
+        shown.append(_view_as_sent(body["view"]))
+    return shown
+
+
+async def test_exact_views_across_handoffs_to_a_systemless_agent_and_back(
+    tmp_path: Path, asgi_client: Any
+) -> None:
+    """The record's head is removed on the way to an agent without instructions and put
+    back on the way home: every turn still shows, entry for entry, what was sent."""
+    b_model = _Capture([call("transfer_to_a", {}, call_id="h2")], model="b")
+    target = Agent(name="b", model=b_model)
+    a_model = _Capture([call("transfer_to_b", {}, call_id="h1"), text("home")], model="a")
+    agent = Agent(name="a", instructions="You are a.", model=a_model, handoffs=[target])
+    target.handoffs = (agent,)
+    client = await asgi_client(create_app(agent, db_path=tmp_path / "c.db", generate_titles=False))
+    session = await _chat(client, "go")
+    sent = [a_model.sent[0], b_model.sent[0], a_model.sent[1]]
+    assert await _views_shown(client, session) == sent
+
+
+async def test_exact_views_with_an_injector_of_several_entries_and_a_reactive_retry(
+    tmp_path: Path, asgi_client: Any
+) -> None:
+    """A view injector adds two notes around a record entry it repeats (by identity), and
+    the provider rejects a view as too long once: the turn shows the smaller view retried."""
+    from lovia import tool
+    from lovia.exceptions import ContextOverflowError
+    from lovia.plugin import PluginInstance
+    from lovia.transcript import InputEntry
+
+    class Notes:
+        async def setup(self, ctx: Any) -> PluginInstance:
+            def inject(run: Any) -> list[Any]:
+                first = run.entries[1]  # the user's message, the record's own object
+                return [InputEntry("user", "note A"), first, InputEntry("user", f"B{run.turn}")]
+
+            return PluginInstance(view_injectors=(inject,))
+
+    @tool
+    async def fetch(n: int) -> str:
+        """A long page."""
+        return f"page {n} " + "q" * 3000
+
+    script = [
+        call("fetch", {"n": 1}, call_id="c1"),
+        call("fetch", {"n": 2}, call_id="c2"),
+        ContextOverflowError("too long", reported_window=1500),
+        text("done"),
+    ]
+    model = _Capture(script)
+    agent = Agent(
+        name="helper",
+        instructions="Read.",
+        model=model,
+        tools=[fetch],
+        plugins=[Notes()],
+        context_policy=Compaction(
+            context_window=100_000, keep_recent_tokens=10, stages=[ClearToolResults()]
+        ),
+    )
+    client = await asgi_client(create_app(agent, db_path=tmp_path / "c.db", generate_titles=False))
+    session = await _chat(client, "go")
+    shown = await _views_shown(client, session)
+    assert shown == [model.sent[0], model.sent[1], model.sent[3]]  # [2] was rejected
+    last = (await client.get(f"/api/sessions/{session}/turns/3/context")).json()
+    assert last["attempts"] == 2 and last["cleared"]
