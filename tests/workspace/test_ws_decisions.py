@@ -127,3 +127,39 @@ async def test_a_command_claim_decides_with_its_path_rule(tmp_path: Path) -> Non
     finally:
         await session.close()
     assert [(d.decision, d.rule) for d in seen] == [("deny", "secret_paths")]
+
+
+async def test_an_observer_that_raises_changes_no_operation(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An observer is a bystander: its failure must not fail (or un-deny) the operation it
+    watches, nor keep the observers after it from hearing of the decision."""
+    (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "private").mkdir()
+    (tmp_path / "private" / "key.txt").write_text("k")
+    policy = WorkspacePolicy.coding(path_rules=(PathRule("private", "deny"),))
+    session = LocalWorkspaceSession(tmp_path, policy=policy)
+
+    def broken(decision: PermissionDecision) -> None:
+        raise RuntimeError("observer bug")
+
+    seen: list[PermissionDecision] = []
+    session.add_observer(broken)
+    session.add_observer(seen.append)
+    try:
+        assert session.decide_path("notes.txt") == "allow"
+        assert (await session.read_text("notes.txt")).content == "hello"
+        with pytest.raises(PermissionDeniedError):  # still the deny, not the observer's error
+            await session.read_text("private/key.txt")
+        assert session.decide_command("ls") == "ask"
+        assert (await session.run("true")).exit_code == 0
+    finally:
+        await session.close()
+    assert [(d.subject, d.enforced) for d in seen] == [
+        ("notes.txt", False),
+        ("notes.txt", True),
+        ("private/key.txt", True),
+        ("ls", False),
+        ("true", True),
+    ]
+    assert "observer bug" in caplog.text  # logged, not swallowed silently

@@ -420,3 +420,366 @@ async def test_a_model_string_is_recorded_and_closed_at_the_runs_end(
     assert _view_as_sent(body["view"]) == [entry_to_dict(e) for e in built[0].views[0]]
     await _chat(client, "again", session)  # a new run builds (and closes) its own
     assert [p.closed for p in built] == [1, 1]
+
+
+async def test_lone_surrogates_in_the_view_are_answered(tmp_path: Path, asgi_client: Any) -> None:
+    """A tool's output and a todo (hence the reminder) with a lone surrogate: every turn
+    answers 200 with U+FFFD in its place, as the chat's detail does, never a 500."""
+    from lovia import tool
+
+    @tool
+    async def probe() -> str:
+        """Output that is not valid UTF-8 text."""
+        return "bad \ud800 output"
+
+    todos = '{"todos": [{"content": "fix \\udc00 this", "status": "in_progress"}]}'
+    script = [call("probe", {}, call_id="p1"), call("todo_write", todos, call_id="t1"), text("ok")]
+    agent = Agent(
+        name="helper", instructions="Be brief.", model=ScriptedProvider(script),
+        tools=[probe], plugins=[Todo()],
+    )  # fmt: skip
+    client = await asgi_client(create_app(agent, db_path=tmp_path / "c.db", generate_titles=False))
+    session = await _chat(client, "go")
+    for turn in (1, 2, 3):
+        r = await client.get(f"/api/sessions/{session}/turns/{turn}/context")
+        assert r.status_code == 200, (turn, r.text)
+    shown = json.dumps(r.json()["view"], ensure_ascii=False)
+    assert "bad \ufffd output" in shown and "fix \ufffd this" in shown
+
+
+GARBLED_ROWS: list[dict[str, Any]] = [
+    {"turn": 1, "keep": None, "segs": [[0, 1]]},
+    {"turn": "1", "segs": [[0, 1]]},
+    {"turn": 1, "segs": [[0, 1]], "n": "x", "last": 5},
+    {"turn": 1, "segs": [[0, 1]], "usage": {"input_tokens": "x"}},
+    {"turn": 1, "segs": [[0, 1]], "usage": {"foo": 1}},
+    {"turn": 1, "segs": [[-5, 1], [3, 1], [True, 1]]},
+    {"turn": 1, "segs": "x", "lits": {"id": 0}},
+    {"turn": 1, "segs": [0, 1], "lits": [{"id": 0, "entry": "nope"}, {"id": 1, "recall": 5,
+     "kind": "cleared", "entry": {"type": "tool_result", "call_id": "c", "output": "x"}}]},
+    {"turn": 1, "segs": [[0, 1]], "tools": {"names": 5, "tokens": "x"}},
+    {"turn": 1, "segs": [[0, 1]], "tools": "x", "system": 5, "model": 5},
+    {"turn": 1, "n": 10**9, "segs": [[0, 10**9]]},  # a range it would take hours to list
+]  # fmt: skip
+
+
+async def test_a_garbled_row_of_any_shape_is_answered(recorded: Any) -> None:
+    """Every field of a ``context_view`` row (and a decision or compaction row) of the wrong
+    type or out of range: the turn answers with what it can, never a 500 and never a range listed
+    entry by entry past what the record holds."""
+    from lovia.web.eventlog import EventRecord
+
+    app, _, _, session = recorded
+    store = app.state.lovia.store
+    decisions = {"decisions": [{"turn": 1, "kind": "path", "op": "fly"}, "x", {"turn": 1}]}
+
+    for garbled in GARBLED_ROWS:
+
+        class Garbled:
+            row: dict[str, Any] = garbled  # bound now, not when the loop has moved on
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(store, name)
+
+            async def read_events(self, run_id: str, after: int = 0) -> list[Any]:
+                events = await store.read_events(run_id, after=after)
+                seq = events[-1].seq
+                return [
+                    *events,
+                    EventRecord(run_id, seq + 1, "context_permissions", decisions),
+                    EventRecord(run_id, seq + 2, "context_view", self.row),
+                    EventRecord(run_id, seq + 3, "context_compacted", {"tokens_before": "x"}),
+                ]
+
+        body = await turn_context(Garbled(), app.state.lovia.agents, session, 1)  # type: ignore[arg-type]
+        assert body.source == "recorded", garbled
+        assert len(body.view) <= 100, garbled  # the real record is a few entries long
+        assert body.permissions == []
+        assert body.missing, garbled  # says what it could not read
+
+
+async def test_a_gated_operation_is_shown_enforced(recorded: Any) -> None:
+    """The check ahead of a read and the read's own gate are one decision in the panel; it
+    must say the operation was gated, not "checked only" (the first of the pair)."""
+    _, client, _, session = recorded
+
+    async def enforced(turn: int) -> list[tuple[str, bool]]:
+        body = (await client.get(f"/api/sessions/{session}/turns/{turn}/context")).json()
+        return [(p["subject"], p["enforced"]) for p in body["permissions"]]
+
+    assert await enforced(2) == [("notes1.txt", True)]  # checked, then read through the gate
+    assert await enforced(3) == [("private/key.txt", True)]  # the gate refused it
+    assert await enforced(4) == [("ls", False)]  # the approval was denied: never run
+
+
+async def test_a_summarisers_call_is_no_attempt_of_the_turn(
+    tmp_path: Path, asgi_client: Any
+) -> None:
+    """``SummarizeHistory`` folds on the run's own provider, so the recorder sees its calls
+    too: they are counted apart (``side_calls``), never as attempts of the turn, and the
+    view shown is the turn's own call."""
+    from lovia import tool
+    from lovia.context import REQUIRED_SECTIONS, SummarizeHistory
+
+    @tool
+    async def fetch(n: int) -> str:
+        """A page."""
+        return f"page {n} " + "q" * 1500
+
+    class Folding(ScriptedProvider):
+        """Replays the script for the run's turns, and answers every fold with a summary."""
+
+        folds = 0
+
+        async def stream(self, entries: Any, **options: Any) -> Any:
+            if entries[0].content.startswith("Read every page."):
+                async for delta in super().stream(entries, **options):
+                    yield delta
+                return
+            self.folds += 1
+            async for delta in ScriptedProvider([text(summary)]).stream(entries, **options):
+                yield delta
+
+    summary = "\n".join(f"## {s}\nok" for s in REQUIRED_SECTIONS)
+    script = [call("fetch", {"n": i}, call_id=f"c{i}") for i in range(6)]
+    model = Folding([*script, text("done")])
+    agent = Agent(
+        name="helper",
+        instructions="Read every page.",
+        model=model,
+        tools=[fetch],
+        context_policy=Compaction(
+            context_window=2500,
+            compact_to=0.5,
+            keep_recent_tokens=200,
+            stages=[SummarizeHistory(min_savings_ratio=0.0)],
+        ),
+    )
+    client = await asgi_client(create_app(agent, db_path=tmp_path / "c.db", generate_titles=False))
+    session = await _chat(client, "go")
+    turns = (await client.get(f"/api/sessions/{session}/turns/1/context")).json()["turns"]
+    assert len(turns) == 7, turns  # six fetches and the answer: folds add no turn
+    bodies = []
+    for turn in turns:
+        r = await client.get(f"/api/sessions/{session}/turns/{turn}/context")
+        assert r.status_code == 200, (turn, r.text)
+        bodies.append(r.json())
+    assert model.folds and sum(b["side_calls"] for b in bodies) == model.folds
+    for body in bodies:
+        assert body["attempts"] == 1, body["turn"]
+        assert body["view"][0]["entry"]["content"].startswith("Read every page.")
+        assert "reminder" not in [v["source"] for v in body["view"]]
+    assert "summary" in [v["source"] for v in bodies[-1]["view"]]
+    assert _view_as_sent(bodies[-1]["view"]) == [entry_to_dict(e) for e in model.views[-1]]
+
+
+async def test_a_shared_workspace_session_keeps_each_runs_decisions_apart(
+    tmp_path: Path, make_app: Any, serve: Any
+) -> None:
+    """An agent bound to one caller-owned workspace session serves every chat through it:
+    while chat A's run waits, chat B's run reads a file. B's read is B's decision only; it
+    must not show up in A's turn (another chat's paths)."""
+    from tests.web.conftest import Gate, chat, until
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "b_private.txt").write_text("b's file")
+    gate = Gate()
+    workspace = Workspace.local(root, mode="coding")
+    session = await workspace.open()
+    try:
+        script = [
+            call("wait_gate", call_id="g1"),  # chat A, turn 1: parks
+            call("read_file", {"path": "b_private.txt"}, call_id="r1"),  # chat B, turn 1
+            text("b done"),  # chat B, turn 2
+            text("a done"),  # chat A, turn 2
+        ]
+        agent = Agent(
+            name="helper",
+            model=ScriptedProvider(script),
+            tools=[gate.tool],
+            workspace=workspace.bind(session),
+        )
+        server = await serve(make_app(agent))
+        async with chat(server.client, "chat a") as (a, a_frames):
+            await gate.entered.wait()
+            async with chat(server.client, "chat b") as (b, b_frames):
+                await until(b_frames, "done")
+            gate.open()
+            await until(a_frames, "done")
+        subjects: dict[str, list[str]] = {}
+        for frame in (a, b):
+            sid = frame.data["session_id"]
+            for turn in (1, 2):
+                r = await server.client.get(f"/api/sessions/{sid}/turns/{turn}/context")
+                subjects.setdefault(sid, []).extend(p["subject"] for p in r.json()["permissions"])
+        assert subjects[b.data["session_id"]] == ["b_private.txt"]
+        assert subjects[a.data["session_id"]] == []
+    finally:
+        await session.close()
+
+
+async def test_the_response_format_sent_is_shown(tmp_path: Path, asgi_client: Any) -> None:
+    """A run with an ``output_type`` on a provider with native JSON schema: the schema is
+    part of what the model was sent, so the turn shows it (the recorder logs it)."""
+    from pydantic import BaseModel
+
+    class Verdict(BaseModel):
+        ok: bool
+        reason: str
+
+    model = ScriptedProvider([text('{"ok": true, "reason": "fine"}')], supports_json_schema=True)
+    agent = Agent(name="helper", instructions="Judge.", model=model, output_type=Verdict)
+    client = await asgi_client(create_app(agent, db_path=tmp_path / "c.db", generate_titles=False))
+    session = await _chat(client, "judge this")
+    body = (await client.get(f"/api/sessions/{session}/turns/1/context")).json()
+    sent = model.response_formats[0]
+    assert sent is not None
+    assert body["response_format"] == sent
+
+
+async def test_a_run_rewound_away_is_not_shown_with_the_messages_written_since(
+    tmp_path: Path, asgi_client: Any
+) -> None:
+    """Chat: "a", "b"; rewound to before "b"; then "d". The run that answered "b" no
+    longer has its record in the chat, and "d" now stands where "b" stood (same place,
+    same kind of entry): its turn must not show "d" as what the model was sent."""
+    model = ScriptedProvider([text("A"), text("B"), text("D")])
+    agent = Agent(name="helper", instructions="Be brief.", model=model)
+    client = await asgi_client(create_app(agent, db_path=tmp_path / "c.db", generate_titles=False))
+    session = await _chat(client, "a")
+    await _chat(client, "b", session)
+    run_b = (await client.get(f"/api/sessions/{session}/turns/1/context")).json()["run_id"]
+    r = await client.post(f"/api/sessions/{session}/rewind", json={"user_turn": 1})
+    assert r.status_code == 200, r.text
+    await _chat(client, "d", session)
+    r = await client.get(f"/api/sessions/{session}/turns/1/context", params={"run_id": run_b})
+    body = r.json()
+    shown = [v["entry"]["content"] for v in body["view"] if v["entry"] is not None]
+    assert "d" not in shown, shown
+    assert any("no longer lines up" in m for m in body["missing"])
+    # The chat's current run still lines up, entry for entry.
+    latest = (await client.get(f"/api/sessions/{session}/turns/1/context")).json()
+    assert _view_as_sent(latest["view"]) == [entry_to_dict(e) for e in model.views[2]]
+    assert latest["missing"] == [m for m in latest["missing"] if "usage" in m]
+
+
+async def test_an_approved_call_that_failed_with_denied_in_its_error_stays_approved(
+    make_app: Any, serve: Any
+) -> None:
+    """The user approves a deploy; the deploy itself fails with "access denied" from the
+    remote. The approval was granted: only the run's own refusal reads as denied."""
+    from lovia import tool
+
+    from tests.web.conftest import chat, until
+
+    @tool(needs_approval=True)
+    def release(env: str) -> str:
+        """Release to ``env``."""
+        raise RuntimeError(f"access denied by the {env} registry")
+
+    script = [
+        call("release", {"env": "prod"}, call_id="a1"),
+        call("release", {"env": "qa"}, call_id="a2"),
+        text("done"),
+    ]
+    agent = Agent(name="helper", model=ScriptedProvider(script), tools=[release])
+    server = await serve(make_app(agent))
+    async with chat(server.client, "ship it") as (session, frames):
+        sid = session.data["session_id"]
+        for call_id, decision in (("a1", "approve"), ("a2", "deny")):
+            await until(frames, "approval_required")
+            body = {"session_id": sid, "call_id": call_id, "decision": decision}
+            assert (await server.client.post("/api/chat/approve", json=body)).status_code == 200
+        await until(frames, "done")
+    seen = []
+    for turn in (1, 2):
+        r = await server.client.get(f"/api/sessions/{sid}/turns/{turn}/context")
+        seen += [(a["call_id"], a["decision"]) for a in r.json()["approvals"]]
+    assert seen == [("a1", "approved"), ("a2", "denied")]
+
+
+class _Capture(ScriptedProvider):
+    """A scripted model that keeps each view as JSON the moment it is sent (not lazily)."""
+
+    def __init__(self, *args: Any, **options: Any) -> None:
+        super().__init__(*args, **options)
+        self.sent: list[list[dict[str, Any]]] = []
+
+    async def stream(self, entries: Any, **options: Any) -> Any:
+        self.sent.append([entry_to_dict(e) for e in entries])
+        async for delta in super().stream(entries, **options):
+            yield delta
+
+
+async def _views_shown(client: Any, session: str) -> list[list[dict[str, Any]]]:
+    turns = (await client.get(f"/api/sessions/{session}/turns/1/context")).json()["turns"]
+    shown = []
+    for turn in turns:
+        body = (await client.get(f"/api/sessions/{session}/turns/{turn}/context")).json()
+        shown.append(_view_as_sent(body["view"]))
+    return shown
+
+
+async def test_exact_views_across_handoffs_to_a_systemless_agent_and_back(
+    tmp_path: Path, asgi_client: Any
+) -> None:
+    """The record's head is removed on the way to an agent without instructions and put
+    back on the way home: every turn still shows, entry for entry, what was sent."""
+    b_model = _Capture([call("transfer_to_a", {}, call_id="h2")], model="b")
+    target = Agent(name="b", model=b_model)
+    a_model = _Capture([call("transfer_to_b", {}, call_id="h1"), text("home")], model="a")
+    agent = Agent(name="a", instructions="You are a.", model=a_model, handoffs=[target])
+    target.handoffs = (agent,)
+    client = await asgi_client(create_app(agent, db_path=tmp_path / "c.db", generate_titles=False))
+    session = await _chat(client, "go")
+    sent = [a_model.sent[0], b_model.sent[0], a_model.sent[1]]
+    assert await _views_shown(client, session) == sent
+
+
+async def test_exact_views_with_an_injector_of_several_entries_and_a_reactive_retry(
+    tmp_path: Path, asgi_client: Any
+) -> None:
+    """A view injector adds two notes around a record entry it repeats (by identity), and
+    the provider rejects a view as too long once: the turn shows the smaller view retried."""
+    from lovia import tool
+    from lovia.exceptions import ContextOverflowError
+    from lovia.plugin import PluginInstance
+    from lovia.transcript import InputEntry
+
+    class Notes:
+        async def setup(self, ctx: Any) -> PluginInstance:
+            def inject(run: Any) -> list[Any]:
+                first = run.entries[1]  # the user's message, the record's own object
+                return [InputEntry("user", "note A"), first, InputEntry("user", f"B{run.turn}")]
+
+            return PluginInstance(view_injectors=(inject,))
+
+    @tool
+    async def fetch(n: int) -> str:
+        """A long page."""
+        return f"page {n} " + "q" * 3000
+
+    script = [
+        call("fetch", {"n": 1}, call_id="c1"),
+        call("fetch", {"n": 2}, call_id="c2"),
+        ContextOverflowError("too long", reported_window=1500),
+        text("done"),
+    ]
+    model = _Capture(script)
+    agent = Agent(
+        name="helper",
+        instructions="Read.",
+        model=model,
+        tools=[fetch],
+        plugins=[Notes()],
+        context_policy=Compaction(
+            context_window=100_000, keep_recent_tokens=10, stages=[ClearToolResults()]
+        ),
+    )
+    client = await asgi_client(create_app(agent, db_path=tmp_path / "c.db", generate_titles=False))
+    session = await _chat(client, "go")
+    shown = await _views_shown(client, session)
+    assert shown == [model.sent[0], model.sent[1], model.sent[3]]  # [2] was rejected
+    last = (await client.get(f"/api/sessions/{session}/turns/3/context")).json()
+    assert last["attempts"] == 2 and last["cleared"]

@@ -24,7 +24,10 @@ last call of the turn is shown (a retried call is counted in ``attempts``).
 A run logged before the recorder existed gets the old estimate from the record
 (``source="estimated"``), and ``missing`` lists what is not known. A recording whose
 record no longer lines up (the chat was rewound or edited since) keeps its literals and
-usage but not the record entries, and says so.
+usage but not the record entries, and says so. A row edited by hand or cut short is read
+field by field: a value of the wrong type or out of range is left out and named in
+``missing``; record entries past the call's record (``n``) or past the record stored now
+are named there once, not listed.
 """
 
 from __future__ import annotations
@@ -41,11 +44,11 @@ from lovia.transcript import (
     TranscriptEntry,
     entry_from_dict,
 )
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from .errors import NotFound
 from .eventlog import EventRecord
-from .recorder import CONTEXT_PERMISSIONS, CONTEXT_VIEW, entry_mark
+from .recorder import CONTEXT_PERMISSIONS, CONTEXT_VIEW, entry_mark, record_digest
 from .store.base import ChatStore
 
 __all__ = [
@@ -201,8 +204,14 @@ class TurnContext(BaseModel):
     compaction, when one happened)."""
     model: str | None = None
     """``provider:model`` of the recorded call."""
+    response_format: dict[str, Any] | None = None
+    """The structured-output schema sent with the call (an ``output_type`` on a provider
+    with native JSON schema); ``None`` when none was sent."""
     attempts: int = 0
     """Model calls recorded for the turn (more than one after a retry); the last is shown."""
+    side_calls: int = 0
+    """Other calls on the run's provider during the turn, not the turn's own: a
+    summariser's folds (``SummarizeHistory``). Their bytes count in ``stored_bytes``."""
     call_usage: CallUsage | None = None
     """The provider's report for the call shown (input and cached tokens)."""
     view: list[ViewEntry] = []
@@ -219,10 +228,20 @@ class TurnContext(BaseModel):
     missing: list[str]
 
 
+def _int(value: object, default: int) -> int:
+    """``value`` when the log holds a real integer there, else ``default`` (a row edited by
+    hand: ``int()`` would raise on ``None`` or ``"x"``, and ``True`` is no count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def _turn_spans(records: Sequence[EventRecord]) -> dict[int, tuple[int, int]]:
     """turn -> (index of its turn_started, index of the next turn_started or the end)."""
     starts = [
-        (i, int(r.data.get("turn", 0))) for i, r in enumerate(records) if r.type == "turn_started"
+        (i, _int(r.data.get("turn"), 0)) for i, r in enumerate(records) if r.type == "turn_started"
     ]
     spans: dict[int, tuple[int, int]] = {}
     for k, (index, turn) in enumerate(starts):
@@ -273,6 +292,13 @@ def _window(agent: Agent[Any]) -> int | None:
     return None
 
 
+_REFUSALS = ("Tool error: the call was denied (", "Tool error: the approval check failed (")
+"""How lovia-core's tool runner words the result of a call it refused (``_reject``): an
+approved call whose own error merely says "denied" (a remote's "access denied") is not one
+(``test_workspace_decisions_with_their_rules`` and the approval tests pin the wording
+with real denials)."""
+
+
 def _approvals(records: Sequence[EventRecord]) -> list[ApprovalSeen]:
     results = {r.data.get("call_id"): r.data for r in records if r.type == "tool_result"}
     found: list[ApprovalSeen] = []
@@ -285,7 +311,7 @@ def _approvals(records: Sequence[EventRecord]) -> list[ApprovalSeen]:
         output = None
         if result is not None:
             output = str(result.get("output", ""))
-            denied = bool(result.get("is_error")) and "denied" in output.lower()
+            denied = bool(result.get("is_error")) and output.startswith(_REFUSALS)
             decision = "denied" if denied else "approved"
         found.append(
             ApprovalSeen(
@@ -309,17 +335,22 @@ class _Call:
     system: str | None
     tools: dict[str, Any] | None
     model: str | None
+    response_format: dict[str, Any] | None
     n: int
     last: str | None
+    digest: str | None
     usage: dict[str, Any] | None
     status: str
     size: int
+    aside: bool
 
 
 @dataclass(slots=True)
 class _Recording:
     calls: list[_Call] = field(default_factory=list)
     decisions: list[dict[str, Any]] = field(default_factory=list)
+    garbled: list[str] = field(default_factory=list)
+    """What could not be read (a row edited by hand), for ``missing``."""
 
 
 def _decode(records: Sequence[EventRecord]) -> _Recording:
@@ -331,49 +362,69 @@ def _decode(records: Sequence[EventRecord]) -> _Recording:
     system: str | None = None
     tools: dict[str, Any] | None = None
     model: str | None = None
+    response_format: dict[str, Any] | None = None
     for record in records:
         data = record.data
         if record.type == CONTEXT_PERMISSIONS:
-            out.decisions.extend(d for d in data.get("decisions", []) if isinstance(d, dict))
+            decisions = data.get("decisions")
+            for d in decisions if isinstance(decisions, list) else [decisions]:
+                if isinstance(d, dict):
+                    out.decisions.append(d)
+                else:
+                    out.garbled.append(f"a permission decision of seq {record.seq} (garbled)")
             continue
         if record.type != CONTEXT_VIEW:
             continue
         if data.get("start"):
             lits, segs, system, tools, model = {}, [], None, None, None
+            response_format = None
         else:
             lits = dict(lits)  # a call keeps the literals known at its time
-        for lit in data.get("lits", []):
-            if isinstance(lit, dict) and isinstance(lit.get("id"), int):
+        found_lits = data.get("lits", [])
+        for lit in found_lits if isinstance(found_lits, list) else []:
+            if isinstance(lit, dict) and _int(lit.get("id"), -1) >= 0:
                 lits[lit["id"]] = lit
-        segs = segs[: int(data.get("keep", 0))] + [
-            s for s in data.get("segs", []) if isinstance(s, int) or _is_range(s)
+        found_segs = data.get("segs", [])
+        segs = segs[: max(0, _int(data.get("keep"), 0))] + [
+            s for s in (found_segs if isinstance(found_segs, list) else []) if _is_seg(s)
         ]
         if "system" in data:
-            system = data["system"]
+            system = _str(data["system"])
         if "tools" in data:
-            tools = data["tools"]
+            tools = data["tools"] if isinstance(data["tools"], dict) else None
         if "model" in data:
-            model = data["model"]
+            model = _str(data["model"])
+        if "response_format" in data:  # logged when it changes, like the tools
+            found = data["response_format"]
+            response_format = found if isinstance(found, dict) else None
+        usage = data.get("usage")
         out.calls.append(
             _Call(
-                turn=int(data.get("turn", 0)),
+                turn=_int(data.get("turn"), -1),  # unknown: shown for no turn
                 segs=segs,
                 lits=lits,
                 system=system,
                 tools=tools,
                 model=model,
-                n=int(data.get("n", 0)),
-                last=data.get("last"),
-                usage=data.get("usage"),
+                response_format=response_format,
+                n=max(0, _int(data.get("n"), 0)),
+                last=_str(data.get("last")),
+                digest=_str(data.get("digest")),
+                usage=usage if isinstance(usage, dict) else None,
                 status=str(data.get("status", "")),
                 size=len(json.dumps(data, separators=(",", ":"), ensure_ascii=False)),
+                aside=data.get("aside") is True,
             )
         )
     return out
 
 
-def _is_range(seg: object) -> bool:
-    return isinstance(seg, list) and len(seg) == 2 and all(isinstance(x, int) for x in seg)
+def _is_seg(seg: object) -> bool:
+    """A literal's number or a range ``[a, b]`` with ``0 <= a <= b`` (what the recorder
+    writes); anything else is a hand-edited row's and is left out."""
+    if isinstance(seg, list):
+        return len(seg) == 2 and all(_int(x, -1) >= 0 for x in seg) and seg[0] <= seg[1]
+    return _int(seg, -1) >= 0
 
 
 async def _stored_record(
@@ -447,17 +498,22 @@ def _common(
     compactions = [
         CompactionSeen(
             reason=str(r.data.get("reason", "")),
-            tokens_before=int(r.data.get("tokens_before", 0)),
-            tokens_after=int(r.data.get("tokens_after", 0)),
-            entries_before=int(r.data.get("entries_before", 0)),
-            entries_after=int(r.data.get("entries_after", 0)),
-            detail=[str(d) for d in r.data.get("detail", [])],
+            tokens_before=_int(r.data.get("tokens_before"), 0),
+            tokens_after=_int(r.data.get("tokens_after"), 0),
+            entries_before=_int(r.data.get("entries_before"), 0),
+            entries_after=_int(r.data.get("entries_after"), 0),
+            detail=[str(d) for d in detail] if isinstance(detail, list) else [],
         )
         for r in records[previous_start:end]
         if r.type == "context_compacted"
+        for detail in (r.data.get("detail"),)
     ]
     done = next((r for r in records if r.type == "done"), None)
     usage_data = done.data.get("usage") if done is not None else None
+    try:
+        run_usage = RunUsage.model_validate(usage_data) if isinstance(usage_data, dict) else None
+    except ValidationError:  # a hand-edited row: the totals are not known
+        run_usage = None
     turn_records = records[start:end]
     results_by_id = {r.data.get("call_id"): r.data for r in turn_records if r.type == "tool_result"}
     tool_calls = []
@@ -482,7 +538,7 @@ def _common(
     return {
         "turns": sorted(spans),
         "window": _window(agent) if agent is not None else None,
-        "usage": RunUsage(**usage_data) if isinstance(usage_data, dict) else None,
+        "usage": run_usage,
         "compactions": compactions,
         "approvals": _approvals(turn_records),
         "tool_calls": tool_calls,
@@ -508,7 +564,8 @@ async def _recorded(
     from lovia.transcript import entry_to_dict
 
     calls = [c for c in recording.calls if c.turn == turn]
-    call = calls[-1]
+    own = [c for c in calls if not c.aside] or calls  # (only asides: show what there is)
+    call = own[-1]
     counter = TokenCounter()
     missing: list[str] = []
     body = await _stored_record(store, session_id, run_id, records)
@@ -517,6 +574,9 @@ async def _recorded(
     aligned = call.n <= len(record) and (
         call.n == 0 or call.last is None or entry_mark(record[call.n - 1]) == call.last
     )
+    if aligned and call.digest is not None:  # (absent in a recording older than it)
+        # Same places, same kinds of entry, yet other text: a rewind and a new message.
+        aligned = record_digest(record[len(head) : call.n]) == call.digest
     if not aligned:
         missing.append(
             "the record entries of the view: the stored chat no longer lines up with the "
@@ -534,9 +594,18 @@ async def _recorded(
         sums[part][0] += tokens or 0
         sums[part][1] += 1
 
+    missing.extend(recording.garbled)
+    # The recorder never points past the record it saw (``n``); what lies past the record
+    # stored now (a rewind, a hand-edited row) is named once, not listed entry by entry.
+    known = min(call.n, len(record))
     for seg in call.segs:
         if isinstance(seg, list):
-            for pos in range(int(seg[0]), int(seg[1])):
+            if seg[1] > known:
+                missing.append(
+                    f"record entries {max(seg[0], known)} to {seg[1] - 1} of the view "
+                    "(past the record stored or the call's own)"
+                )
+            for pos in range(seg[0], min(seg[1], known)):
                 source: ViewSource = "system" if head and pos == 0 else "record"
                 entry = record[pos] if aligned and pos < len(record) else None
                 tokens = counter.count_entry(entry) if entry is not None else None
@@ -555,7 +624,7 @@ async def _recorded(
                 else:
                     add("history", tokens)
             continue
-        lit = call.lits.get(int(seg))
+        lit = call.lits.get(seg)
         if lit is None:  # a log trimmed by hand: say so rather than guess
             missing.append(f"literal {seg} of the view (its record was not found)")
             continue
@@ -565,7 +634,9 @@ async def _recorded(
             literal: TranscriptEntry | None = entry_from_dict(lit.get("entry"))
         except ValueError:
             literal = None
+            missing.append(f"literal {seg} of the view (its entry is garbled)")
         tokens = counter.count_entry(literal) if literal is not None else None
+        recall = _str(lit.get("recall"))
         index = None
         if isinstance(literal, ToolResultEntry):
             index = results_at.get(literal.call_id) if aligned else None
@@ -574,8 +645,8 @@ async def _recorded(
                 source=kind,
                 index=index,
                 tokens=tokens,
-                entry=lit.get("entry"),
-                recall=lit.get("recall"),
+                entry=entry_to_dict(literal) if literal is not None else None,
+                recall=recall,
             )
         )
         if kind in _MARKERS and isinstance(literal, ToolResultEntry):
@@ -584,7 +655,7 @@ async def _recorded(
                 ClearedSeen(
                     call_id=literal.call_id,
                     kind=kind,  # type: ignore[arg-type]  # one of _MARKERS
-                    recall=lit.get("recall"),
+                    recall=recall,
                     index=index,
                     tokens=tokens,
                     original_tokens=counter.count_entry(original) if original else None,
@@ -598,6 +669,7 @@ async def _recorded(
             add("history", tokens)
     tools = call.tools or {}
     tool_tokens = tools.get("tokens")
+    tool_names = tools.get("names")
     parts = [
         PartTokens(name="system", tokens=sums["system"][0], entries=sums["system"][1]),
         PartTokens(name="history", tokens=sums["history"][0], entries=sums["history"][1]),
@@ -606,23 +678,34 @@ async def _recorded(
         PartTokens(
             name="tool_schemas",
             tokens=tool_tokens if isinstance(tool_tokens, int) else None,
-            entries=len(tools.get("names", [])),
+            entries=len(tool_names) if isinstance(tool_names, list) else 0,
         ),
     ]
-    usage = call.usage
-    if usage is None:
+    call_usage = None
+    if call.usage is None:
         missing.append("the provider's usage for this call (the provider reported none)")
+    else:
+        try:
+            call_usage = CallUsage.model_validate(call.usage)
+        except ValidationError:
+            missing.append("the provider's usage for this call (its record is garbled)")
     record_tokens = counter.count(record[: call.n]) if aligned else 0
-    seen: set[tuple[Any, ...]] = set()
-    permissions: list[PermissionSeen] = []
+    # The check ahead of an operation and the operation's own gate are one decision here,
+    # shown where it first happened; it was enforced when either of the pair was (the
+    # check alone says "checked only", which the gate that followed it proves wrong).
+    shown: dict[tuple[Any, ...], PermissionSeen] = {}
     for d in recording.decisions:
         if d.get("turn") != turn:
             continue
         key = (d.get("kind"), d.get("subject"), d.get("op"), d.get("decision"), d.get("rule"))
-        if key in seen:  # the gate repeating the check ahead of it
+        try:
+            decision = PermissionSeen.model_validate(d)
+        except ValidationError:
+            missing.append("a permission decision of this turn (its record is garbled)")
             continue
-        seen.add(key)
-        permissions.append(PermissionSeen.model_validate(d))
+        first = shown.setdefault(key, decision)
+        first.enforced = first.enforced or decision.enforced
+    permissions = list(shown.values())
     return TurnContext(
         session_id=session_id,
         run_id=run_id,
@@ -632,8 +715,10 @@ async def _recorded(
         record_tokens=record_tokens,
         seen_tokens=sum(p.tokens or 0 for p in parts),
         model=call.model,
-        attempts=len(calls),
-        call_usage=CallUsage(**usage) if isinstance(usage, dict) else None,
+        response_format=call.response_format,
+        attempts=len(own),
+        side_calls=len(calls) - len(own),
+        call_usage=call_usage,
         view=view,
         cleared=cleared,
         permissions=permissions,

@@ -23,11 +23,20 @@ ends, and stored compactly:
   tokens), the response format and the model are stored when they change.
 * ``n`` is the record's length at the call and ``last`` a small mark of its last entry
   (type and call id or role), so the reader can tell when the stored record no longer
-  lines up (a rewind).
+  lines up (a rewind). ``digest`` is a running hash of the record's entries up to ``n``
+  (its system head left out: that is ``system``), kept up as entries are appended (each
+  entry is hashed once): a record rewound and then written again (another message in the
+  same places) has the same marks but not the same digest (``record_digest``).
+* ``aside``: a call the run loop did not make for the turn but that used the run's
+  provider, such as ``SummarizeHistory``'s fold (its view opens with a system prompt that
+  is not the record's head). The reader counts it apart, never as the turn's call.
 
 Decisions the chat's workspace session made (``lovia.workspace.PermissionDecision``, with
 the rule that decided) are buffered with the turn they happened in and logged as
-``context_permissions`` records before the next call and at the run's end.
+``context_permissions`` records before the next call and at the run's end. Only the run's
+own decisions count: a session bound by the caller may serve several chats at once, so a
+decision is taken only where the run's context (a ``ContextVar`` set when the run sets the
+recorder up, inherited by its tool tasks and threads) names this recorder.
 
 Per call the recorder indexes the transcript's new entries, compares the view with the
 transcript run by run at C speed (O(segments) Python steps), and serialises only new
@@ -42,9 +51,11 @@ chats (``POST /api/chat`` keeps no event log).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from itertools import compress, count, islice
 from operator import is_not
 from typing import TYPE_CHECKING, Any
@@ -77,6 +88,7 @@ __all__ = [
     "ViewRecorder",
     "classify_literal",
     "entry_mark",
+    "record_digest",
     "record_views",
 ]
 
@@ -87,6 +99,9 @@ PRIVATE_RECORDS = frozenset({CONTEXT_VIEW, CONTEXT_PERMISSIONS})
 
 Sink = Callable[[str, dict[str, Any]], Awaitable[None]]
 """``await sink(type, data)``: appends one record to the run's log (``RunLog.put``)."""
+
+_RUNNING: ContextVar[ViewRecorder | None] = ContextVar("lovia_web_recorder", default=None)
+"""The recorder of the run whose code is executing (set in the run's own context)."""
 
 _LITERAL_CACHE = 4096
 """Literal objects remembered by identity before the cache starts over (a reminder is a
@@ -146,6 +161,24 @@ def entry_mark(entry: TranscriptEntry) -> str:
     return str(entry.type)
 
 
+def _digest_text(entry: TranscriptEntry) -> bytes:
+    """An entry as the digest reads it: its JSON as a store gives it back (no NUL, a lone
+    surrogate as U+FFFD), so the record read from the chat's store hashes the same."""
+    from .store.sql import clean_text
+
+    text = json.dumps(entry_to_dict(entry), sort_keys=True, ensure_ascii=False, default=str)
+    return clean_text(text).encode("utf-8")
+
+
+def record_digest(entries: Sequence[TranscriptEntry]) -> str:
+    """The ``digest`` of a record's entries (its system head left out), as the recorder
+    logs it; the inspector compares the record it reads with it."""
+    running = hashlib.blake2b(digest_size=8)
+    for entry in entries:
+        running.update(_digest_text(entry))
+    return running.hexdigest()
+
+
 def _usage_dict(usage: Usage | None) -> dict[str, int] | None:
     if usage is None:
         return None
@@ -181,6 +214,9 @@ class ViewRecorder:
         self._observed: object = None
         self._owned: list[Provider] = []
         """Providers built from a model string for this run: closed when it ends."""
+        self._digest = hashlib.blake2b(digest_size=8)
+        self._digested = 0
+        """Entries of the record (its system head left out) in ``_digest`` so far."""
 
     def __repr__(self) -> str:
         return f"ViewRecorder(calls={self._calls})"
@@ -207,6 +243,8 @@ class ViewRecorder:
             self._unobserve = add(self._on_decision)
 
     def _on_decision(self, decision: PermissionDecision) -> None:
+        if _RUNNING.get() is not self:  # another run on the same session (another chat)
+            return
         ctx = self._ctx
         self._decisions.append(
             {
@@ -326,8 +364,11 @@ class ViewRecorder:
         }
         if self._calls == 1:
             data["start"] = True
+        if _is_aside(raw, self._head):
+            data["aside"] = True
         if n:
             data["last"] = entry_mark(entries[-1])
+        data["digest"] = self._record_digest(entries)
         if new_lits:
             data["lits"] = new_lits
         head = self._head
@@ -400,6 +441,19 @@ class ViewRecorder:
         else:
             self._head = None
 
+    def _record_digest(self, entries: list[TranscriptEntry]) -> str:
+        """The running digest of the record without its head, updated with the entries
+        appended since the last call (the head may come and go on a handoff; the rest only
+        grows, and is hashed again from the start if it ever did not)."""
+        skip = 1 if self._head is not None else 0
+        size = len(entries) - skip
+        if size < self._digested:
+            self._digest, self._digested = hashlib.blake2b(digest_size=8), 0
+        for entry in islice(entries, skip + self._digested, None):
+            self._digest.update(_digest_text(entry))
+        self._digested = size
+        return self._digest.hexdigest()
+
     def _literal(self, entry: TranscriptEntry, trailing: bool, new: list[dict[str, Any]]) -> int:
         known = self._lit_objs.get(id(entry))
         if known is not None and known[0] is entry:
@@ -418,6 +472,16 @@ class ViewRecorder:
             self._lit_objs.clear()
         self._lit_objs[id(entry)] = (entry, lit)
         return lit
+
+
+def _is_aside(raw: list[Any], head: TranscriptEntry | None) -> bool:
+    """Whether a view (as ``_segments`` split it) is not the loop's: the loop's view opens
+    with the record's head, or, for a record without one, with no system entry at all; a
+    summariser's request opens with a system prompt of its own (a literal)."""
+    first = raw[0] if raw else None
+    if first is None or isinstance(first, list):
+        return False
+    return isinstance(first, InputEntry) and first.role == "system" and first != head
 
 
 def _as_list(view: Sequence[TranscriptEntry]) -> list[TranscriptEntry]:
@@ -448,6 +512,9 @@ class _RecorderPlugin:
 
     async def setup(self, ctx: RunContext[Any]) -> PluginInstance:
         self.recorder.bind(ctx)
+        # Set in the run's own context: the run's tools (tasks and threads it starts copy
+        # the context) carry it to the workspace; another chat's run does not.
+        _RUNNING.set(self.recorder)
         return PluginInstance(aclose=self.recorder.aclose)
 
 

@@ -17,7 +17,8 @@ Observers (``add_observer``) receive every decision the session makes for a call
 the rule that decided (``PermissionDecision``): ``decide_path``/``decide_command`` (the
 checks ahead of an operation) and the gate of each file operation and command. Walks
 inside an operation (a listing, a grep, a tree check) are not reported one by one. With
-no observer nothing is built.
+no observer nothing is built. An observer that raises is logged and skipped: the
+operation it watched goes on as if it were not there.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import glob
 import itertools
+import logging
 import os
 import re
 import weakref
@@ -75,6 +77,9 @@ _COMMAND_DENY_HINT = (
     "Name the files or directories you need, or use grep_files / list_files, which skip "
     "denied files"
 )
+
+
+_log = logging.getLogger("lovia.workspace")
 
 
 class LocalWorkspaceSession:
@@ -182,7 +187,10 @@ class LocalWorkspaceSession:
             enforced=enforced,
         )
         for observer in self._observers:
-            observer(decision)
+            try:
+                observer(decision)
+            except Exception:  # noqa: BLE001 - a bystander: its bug must not fail the operation
+                _log.exception("workspace decision observer %r failed", observer)
 
     # -- decisions ---------------------------------------------------------------------
 

@@ -51,10 +51,32 @@ function list(items, render) {
   return items.length ? h("ul", {}, items.map(render)) : h("p", { class: "hint", text: t("nothing") });
 }
 
+/** The panel with what the server answered instead of a turn (its detail and hint, as
+ * text): a click that failed must say so, not leave the button looking dead. */
+function showError(err) {
+  const closer = h("button", { type: "button", class: "btn", text: t("close"), onclick: close });
+  dialog.replaceChildren(
+    h("div", { class: "row" }, h("h2", { id: "inspector-title", text: t("inspector_title") }), closer),
+    h("p", { class: "inspector-error", role: "alert", text: err.message }),
+    err.hint ? h("p", { class: "hint", text: err.hint }) : null);
+  dialog.hidden = false;
+  closer.focus(); // in the panel, so Escape closes it as it does a turn's
+}
+
+let asked = 0; // the latest show() call: an earlier one answered late is dropped
+
 async function show(turn) {
+  const mine = ++asked;
   const base = `/api/sessions/${encodeURIComponent(chat.sessionId)}`;
   const q = chat.runId ? `?run_id=${chat.runId}` : "";
-  const data = await get(`${base}/turns/${turn}/context${q}`);
+  let data;
+  try {
+    data = await get(`${base}/turns/${turn}/context${q}`);
+  } catch (err) {
+    if (mine === asked) showError(err);
+    return;
+  }
+  if (mine !== asked) return; // the user chose another turn meanwhile: that one is shown
   const recorded = data.source === "recorded";
   const size = recorded ? data.seen_tokens : data.record_tokens;
   const total = data.window || Math.max(size || 0, 1);
@@ -98,8 +120,14 @@ async function show(turn) {
     meter,
     usage,
     data.attempts > 1 ? h("p", { class: "hint", text: t("attempts", { n: data.attempts }) }) : null,
+    data.side_calls ? h("p", { class: "hint", text: t("side_calls", { n: data.side_calls }) }) : null,
     h("h3", { text: t("by_part") }),
     h("table", { class: "list inspector-parts" }, h("tbody", {}, rows)),
+    data.response_format
+      ? h("details", { class: "response-format" },
+        h("summary", { text: t("response_format") }),
+        h("pre", { class: "view-text", text: JSON.stringify(data.response_format, null, 2) }))
+      : null,
     recorded ? h("h3", { text: t("view_sent", { n: data.view.length }) }) : null,
     recorded ? h("ol", { class: "view-list" }, data.view.map(viewRow)) : null,
     h("h3", { text: t("cleared") }),
