@@ -1,5 +1,5 @@
-"""Lone calls that finish in their first step share the run's host task on 3.11 (see
-``runtime/_tasks.FirstStepHost``); these pin what that sharing must never change."""
+"""A lone call's first step runs at once, yet in a task of its own (on 3.11 too, see
+``runtime/_tasks._step_as``): these pin what a shared task would break."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ async def test_a_run_with_lone_calls_leaves_no_task_behind() -> None:
 
     provider = ScriptedProvider([call("quick", {}), call("quick", {}), text("done")])
     await Runner.run(Agent("t", model=provider, tools=[quick]), "go")
-    await asyncio.sleep(0)  # (a finished call's task, or an idle host, ends at its next step)
+    await asyncio.sleep(0)  # (a call's task that finished in its first step ends at its next one)
     assert asyncio.all_tasks() == before
 
 
