@@ -350,8 +350,13 @@ class ToolCallProcessor:
         _log.info("tool.start: %s call_id=%s", call.name, call.id)
         try:
             outcome = await self._invoke(ready, queue.put_nowait)
-        except asyncio.CancelledError:
-            raise  # we cancelled it: nothing is appended for this call
+        except asyncio.CancelledError as exc:
+            # The batch cancels its calls only on its way out, when nothing drains the queue
+            # any more, so this reaches the drain only when the tool raised it itself (an
+            # awaited future cancelled elsewhere): the batch raises it (it propagates, as
+            # documented) instead of waiting forever for an outcome. Nothing is appended.
+            queue.put_nowait(_Done(ready, None, exc))
+            raise
         except BaseException as exc:  # noqa: BLE001 - handed to the batch, which re-raises it
             queue.put_nowait(_Done(ready, None, exc))
             return
