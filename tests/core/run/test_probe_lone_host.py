@@ -1,5 +1,5 @@
-"""Lone calls that finish in their first step share the run's host task on 3.11 (see
-``runtime/_tasks.FirstStepHost``); these pin what that sharing must never change."""
+"""A lone call's first step runs at once, yet in a task of its own (on 3.11 too, see
+``runtime/_tasks._step_as``): these pin what a shared task would break."""
 
 from __future__ import annotations
 
@@ -99,5 +99,44 @@ async def test_a_run_with_lone_calls_leaves_no_task_behind() -> None:
 
     provider = ScriptedProvider([call("quick", {}), call("quick", {}), text("done")])
     await Runner.run(Agent("t", model=provider, tools=[quick]), "go")
-    await asyncio.sleep(0)  # (a finished call's task, or an idle host, ends at its next step)
+    await asyncio.sleep(0)  # (a call's task that finished in its first step ends at its next one)
     assert asyncio.all_tasks() == before
+
+
+async def test_a_cancel_a_finished_call_scheduled_on_its_task_never_reaches_a_later_call() -> None:
+    # A task per call (3.12+): the first call's task is done when the cancel fires, so the
+    # cancel is a no-op. A task shared between calls would cancel the second call instead.
+    @tool
+    async def arm() -> str:
+        """Schedules a cancel of its own task for later, then returns at once."""
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().call_later(0.01, task.cancel)
+        return "armed"
+
+    @tool
+    async def slow() -> str:
+        """Suspends past the armed cancel."""
+        await asyncio.sleep(0.05)
+        return "slept"
+
+    provider = ScriptedProvider([call("arm", {}), call("slow", {}), text("done")])
+    agent = Agent("t", model=provider, tools=[arm, slow])
+    result = await asyncio.wait_for(Runner.run(agent, "go"), 5)
+    assert _outputs(result) == ["armed", "slept"]
+
+
+async def test_each_lone_call_runs_as_a_task_of_its_own() -> None:
+    # Per-task state (a cache or a session keyed on current_task(), a done callback) must
+    # belong to one call, as it does with a task per call.
+    seen: list[asyncio.Task[object] | None] = []
+
+    @tool
+    async def quick() -> str:
+        """Returns at once."""
+        seen.append(asyncio.current_task())
+        return "ok"
+
+    provider = ScriptedProvider([call("quick", {}), call("quick", {}), text("done")])
+    await Runner.run(Agent("t", model=provider, tools=[quick]), "go")
+    assert len(seen) == 2 and seen[0] is not seen[1]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from lovia import Agent, RunContext, Runner, tool
 from lovia.events import Event, ToolCallCompleted, ToolCallFailed, ToolCallStarted, ToolEvent
 from lovia.testing import ScriptedProvider, batch, call, text
@@ -268,3 +269,34 @@ async def test_tool_context_sees_the_call_entries_of_its_turn() -> None:
     provider = ScriptedProvider([batch(("peek", {}), ("peek", {})), text("ok")])
     await Runner.run(Agent("c", model=provider, tools=[peek]), "go")
     assert seen == [2, 2]
+
+
+@pytest.mark.parametrize("where", ["first step", "after a suspension", "beside another call"])
+async def test_a_cancelled_error_raised_by_a_tool_propagates_instead_of_hanging(where: str) -> None:
+    # docs/tools.md: task cancellation (asyncio.CancelledError) propagates. A tool can raise
+    # it without its task being cancelled (awaiting a future someone else cancelled).
+    @tool
+    async def doomed() -> str:
+        """Awaits a future that was cancelled elsewhere."""
+        if where != "first step":
+            await asyncio.sleep(0)
+        gone = asyncio.get_running_loop().create_future()
+        gone.cancel()
+        await gone
+        return "unreachable"
+
+    @tool
+    async def other() -> str:
+        """Runs beside it."""
+        await asyncio.sleep(0.01)
+        return "ok"
+
+    first = (
+        batch(("doomed", {}, "d"), ("other", {}, "o"))
+        if where == "beside another call"
+        else call("doomed", {})
+    )
+    provider = ScriptedProvider([first, text("done")])
+    agent = Agent("t", model=provider, tools=[doomed, other])
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(Runner.run(agent, "go"), 5)

@@ -73,7 +73,6 @@ from ..transcript import (
     entries_to_messages,
     input_to_entries,
 )
-from ._tasks import FirstStepHost
 from ._views import LiveView, ViewWithTail
 from .config import RunConfig
 from .model_turn import ModelTurn, TurnAssembly
@@ -155,8 +154,6 @@ class RunLoop(Generic[T]):
         self._dispatching = False
         """Whether any activated agent or plugin has hook handlers (else dispatch is skipped)."""
         self._late_events: list[Event] = []
-        self._host = FirstStepHost()
-        """Lends its task to lone calls' first steps across the run's turns (3.11)."""
 
     # -- driving ----------------------------------------------------------------------
 
@@ -233,10 +230,7 @@ class RunLoop(Generic[T]):
         if stack is None:
             return
         try:
-            try:
-                await stack.aclose()
-            finally:
-                self._host.close()  # an idle lone-call host (3.11)
+            await stack.aclose()
         except Exception:  # noqa: BLE001 - fail-open: the run already has its outcome
             _log.warning(
                 "run teardown failed (plugin aclose, workspace or provider close)", exc_info=True
@@ -586,7 +580,6 @@ class RunLoop(Generic[T]):
             interactive=self.config.interactive,
             truncated=state.finish_reason == "length",
             on_result=self._save_progress,
-            host=self._host,
         )
         return processor.run_batch(calls)
 

@@ -15,14 +15,12 @@
   arguments, second handoff, denied) gets an error result and a
   ``ToolCallCompleted(is_error=True)`` with no ``ToolCallStarted``.
 * **A lone call** (nothing in flight, and it is the batch's last call or a barrier) starts
-  eagerly (``TaskSet.spawn_lone``; 3.11 and later): its first step runs at once, so a call
-  that completes without suspending costs no watcher and no loop iteration. It never runs
-  as the run's task (a tool's ``asyncio.timeout()`` or task group must never act on the
-  run's task): from 3.12 it is an ``eager_start`` task of its own; on 3.11 its first step
-  runs as the run's ``FirstStepHost`` task, which carries the call on if it suspends (a
-  task per call costs more there than a call that returns at once). Its events and
-  outcome go through the queue and the one drain point (same order, hooks, append and
-  save), and cancellation, aborts and budget trips treat it like any dispatched call.
+  as an eager task (``TaskSet.spawn(eager=True)``; 3.11 and later): its first step runs at
+  once, so a call that completes without suspending costs no watcher and no loop
+  iteration. It is still a task of its own (a tool's ``asyncio.timeout()`` or task group
+  must never act on the run's task), its events and outcome go through the queue and the
+  one drain point (same order, hooks, append and save), and cancellation, aborts and budget
+  trips treat it like any dispatched call.
 * ``Tool.parallel=False`` makes a barrier: in-flight calls finish, the tool runs alone,
   then dispatch resumes. Handoff tools are always barriers, so the first handoff of a turn
   wins without a race; a second one is rejected in preflight, before its ``on_handoff``.
@@ -62,7 +60,7 @@ from ..exceptions import BudgetExceeded, InvalidToolArguments, RunCancelled, Use
 from ..messages import ToolCall
 from ..tools.base import ToolOutcome, parse_tool_arguments, run_tool
 from ..transcript import ToolCallEntry, ToolResultEntry
-from ._tasks import FirstStepHost, TaskSet
+from ._tasks import TaskSet
 
 if TYPE_CHECKING:
     from ..approvals import ApprovalChannel
@@ -150,7 +148,6 @@ class ToolCallProcessor:
         interactive: bool,
         truncated: bool,
         on_result: Callable[[], Awaitable[None]],
-        host: FirstStepHost,
     ) -> None:
         self.state = state
         self.ctx = ctx
@@ -159,8 +156,6 @@ class ToolCallProcessor:
         self.truncated = truncated
         """The reply hit its token limit: bad JSON is reported as a cut-off call."""
         self.on_result = on_result
-        self.host = host
-        """The run's ``FirstStepHost`` (lone calls' first steps on 3.11)."""
         self.queue = _Inbox()
         self.tasks = TaskSet()
         self.inflight = 0
@@ -355,8 +350,13 @@ class ToolCallProcessor:
         _log.info("tool.start: %s call_id=%s", call.name, call.id)
         try:
             outcome = await self._invoke(ready, queue.put_nowait)
-        except asyncio.CancelledError:
-            raise  # we cancelled it: nothing is appended for this call
+        except asyncio.CancelledError as exc:
+            # The batch cancels its calls only on its way out, when nothing drains the queue
+            # any more, so this reaches the drain only when the tool raised it itself (an
+            # awaited future cancelled elsewhere): the batch raises it (it propagates, as
+            # documented) instead of waiting forever for an outcome. Nothing is appended.
+            queue.put_nowait(_Done(ready, None, exc))
+            raise
         except BaseException as exc:  # noqa: BLE001 - handed to the batch, which re-raises it
             queue.put_nowait(_Done(ready, None, exc))
             return
@@ -388,9 +388,9 @@ class ToolCallProcessor:
         return outcome
 
     def _start_inline(self, ready: _Ready) -> None:
-        """Start a lone call eagerly (3.11+; ``TaskSet.spawn_lone``), else as a plain task.
+        """Start a lone call as an eagerly started task (3.11+), else as a plain task.
 
-        The call never runs as the run's task: a tool's ``asyncio.timeout()``,
+        The call runs in a task of its own either way: a tool's ``asyncio.timeout()``,
         ``asyncio.wait_for`` (3.12+ builds it on the current task), task groups and
         ``asyncio.current_task()`` must see the call's task, never the run's. An eager start
         runs the first step at once, so a call that completes without suspending costs no
@@ -401,7 +401,7 @@ class ToolCallProcessor:
             self._completed_since_check = False
             self.ctx.cancel_token.check()
         self.inflight += 1
-        self.tasks.spawn_lone(self._execute(ready), self.host)
+        self.tasks.spawn(self._execute(ready), eager=True)
 
     async def _run_handoff(self, ready: _Ready, emit: Callable[[Event], None]) -> ToolOutcome:
         from ..handoff import _HandoffSignal
