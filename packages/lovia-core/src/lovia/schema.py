@@ -120,12 +120,16 @@ def validate_args(schema: FunctionSchema, args: Mapping[str, Any]) -> dict[str, 
     Defaults fill omitted optional arguments. Raises ``InvalidToolArguments`` listing the
     first few problems as ``name: message``.
     """
-    from pydantic import ValidationError
-
     model = schema.model
     try:
         validated = model.model_validate(args)
-    except ValidationError as exc:
+    except Exception as exc:
+        # Imported on the failure path only: a `from` import costs a Python-level call
+        # into importlib on every tool call, and this runs once per call.
+        from pydantic import ValidationError
+
+        if not isinstance(exc, ValidationError):
+            raise
         raise InvalidToolArguments(
             f"invalid arguments for {schema.name!r}: {_compact_errors(exc)}",
             hint="call the tool again with arguments that match its JSON Schema",
