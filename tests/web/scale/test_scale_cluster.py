@@ -26,8 +26,12 @@ class RecordingEngine:
 
     sent: list[dict[str, Any]] = field(default_factory=list)
     concurrency: int = 8
+    dies: bool = False
+    """Whether a dispatch ends its task as a dying worker would (nothing caught, no publish)."""
 
     async def dispatch(self, payload: dict[str, Any]) -> None:
+        if self.dies:
+            raise asyncio.CancelledError
         self.sent.append(payload)
 
     async def start(self, handler: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
@@ -148,3 +152,42 @@ async def test_the_sweep_spares_records_a_chat_points_at(nodes: tuple[Node, Node
     assert await a.cluster.sweep_stale_runs() == 1
     statuses = {r.run_id: r.status for r in await a.store.list_runs(limit=10)}
     assert statuses == {started.run.run_id: "running", "f" * 32: "interrupted"}
+
+
+async def test_a_run_claimed_by_a_worker_that_died_is_published_again(
+    nodes: tuple[Node, Node], pg_dsn: str, pg_schema: str
+) -> None:
+    a, b = nodes
+    a.engine.dies = True
+    with pytest.raises(asyncio.CancelledError):
+        await a.supervisor.start("hi", session_id="orphaned")
+    meta = await a.store.get_session("orphaned")
+    assert meta is not None and meta.active_run_id is not None  # claimed, never published
+    run_id = meta.active_run_id
+    assert await b.cluster.heal() == 0  # too young: it may be on its way to the broker
+
+    # A worker starting up publishes it again (once: the others find it healed).
+    store = PostgresChatStore(f"{pg_dsn}?schema={pg_schema}", max_connections=2)
+    agent = Agent(name="helper", model=ScriptedProvider([text("hello there")]))
+    supervisor = RunSupervisor({"helper": agent}, store)
+    engine = RecordingEngine()
+    cluster = Cluster(store, cast(Any, engine), command_timeout=2.0, poll=0.2, heal_after=0.0)
+    cluster.attach(supervisor)
+    try:
+        await cluster.start()
+        (healed,) = engine.sent
+        assert (healed["run_id"], healed["attempt"]) == (run_id, 1)
+        assert await b.cluster.heal() == 0  # just published: not again
+        # The copy from before the heal is stale: dropped; the healed one runs.
+        await b.cluster.execute({**healed, "attempt": 0})
+        assert b.supervisor.live("orphaned") is None
+        watched = asyncio.create_task(_collect(a.supervisor.follow(run_id)))
+        await b.cluster.execute(healed)
+        records = await asyncio.wait_for(watched, 10)
+        assert records[-1].type == "done" and records[-1].data["status"] == "completed"
+    finally:
+        await supervisor.aclose()
+        await cluster.aclose()
+        await store.aclose()
+    b.cluster.heal_after = 0.0
+    assert await b.cluster.heal() == 0  # the chat points at no run any more

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -280,3 +281,29 @@ async def test_a_worker_stopped_gracefully_hands_its_run_to_another(
     ids = [int(f.id or "") for f in frames[1:]]
     assert ids == list(range(1, len(ids) + 1))
     assert len(_lines(tmp_path / "note.log")) == 1
+
+
+async def test_a_worker_dead_between_claim_and_publish_leaves_no_hanging_run(
+    workers: Workers, tmp_path: Path
+) -> None:
+    pool = await workers.start(2)
+    sid = f"claimed-{uuid.uuid4().hex[:8]}"
+    body = {"message": "quick die-before-publish", "session_id": sid}
+    async with httpx.AsyncClient(base_url=pool[0].url, timeout=30) as client:
+        with pytest.raises(httpx.TransportError):  # the worker died with the request
+            await client.post("/api/chat/stream", json=body)
+    assert pool[0].proc.wait(10) == 17  # the fault hook, after the claim
+    # The client re-attaches through the other worker: the run nobody published is
+    # published again, runs there, and streams back.
+    async with (
+        httpx.AsyncClient(base_url=pool[1].url, timeout=30) as client,
+        client.stream("POST", "/api/chat/reconnect", params={"session_id": sid}) as r,
+    ):
+        assert r.status_code == 200, await r.aread()
+        frames = await Frames(r).until("done")
+    assert frames[1].event == "snapshot" and frames[1].data["run_id"] is not None
+    assert frames[-1].data["status"] == "completed"
+    assert frames[-1].data["output"] == "finished quick"
+    ids = [int(f.id or "") for f in frames[2:]]
+    assert ids == list(range(1, len(ids) + 1))
+    assert _lines(tmp_path / "quick.log") == [str(pool[1].proc.pid)]  # once, there

@@ -18,6 +18,13 @@ What it adds to a ``RunSupervisor`` (which stays the only thing that runs a run)
 * **Lifecycle.** ``/api/events`` kinds about runs and chats are relayed to every worker.
 * **Sweeping.** A ``running`` run record is stale only when its chat no longer points at the
   run: a run pointed at is live somewhere or waiting in the engine to be resumed.
+* **Healing.** The claim writes the run's message to an outbox table in the same statement,
+  and a worker holds the run's *take lock* (an advisory lock on a connection of its own) from
+  taking a delivery until the run ends there. A claimed run whose take lock is free, and whose
+  message went out more than ``heal_after`` seconds ago, is published again (its ``attempt``
+  bumped, so an older copy still queued is dropped when taken): at a worker's start, when a
+  client re-attaches to its chat, and while a client waits on it. So a worker that dies
+  between the claim and the publish costs its run a pause, not the run.
 
 The notification channels are named after the store's schema, so deployments sharing one
 database in different schemas never hear each other. Payloads stay under PostgreSQL's
@@ -50,7 +57,7 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
     from ..lifecycle import LifecycleBus
-    from ..store.base import ChatStore
+    from ..store.base import ChatMeta, ChatStore
     from ..store.postgres import PostgresChatStore
     from ..supervisor import LiveRun, RunSupervisor, StartedRun
 
@@ -86,6 +93,7 @@ class Cluster:
         command_timeout: float = 5.0,
         poll: float = 1.0,
         lease_wait: float = 30.0,
+        heal_after: float = 5.0,
     ) -> None:
         from ..store.postgres import PostgresChatStore
 
@@ -100,6 +108,7 @@ class Cluster:
         self.command_timeout = command_timeout
         self.poll = poll
         self.lease_wait = lease_wait
+        self.heal_after = heal_after
         self.supervisor: RunSupervisor | None = None
         self.bus: LifecycleBus | None = None
         tag = hashlib.sha1((store.schema or "").encode()).hexdigest()[:16]
@@ -108,6 +117,12 @@ class Cluster:
         self._listener: AsyncConnection[Any] | None = None
         self._conn: AsyncConnection[Any] | None = None
         self._talk = asyncio.Lock()
+        # Take locks live on a connection of their own: ``_reconnect_talk`` replaces the
+        # query connection after an error, and a lock would silently go with it.
+        self._locks: AsyncConnection[Any] | None = None
+        self._locking = asyncio.Lock()
+        self._taking: set[str] = set()
+        self._lock_prefix = f"lovia-take:{store.schema or ''}:"
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._pending: dict[str, int] = {}
@@ -144,6 +159,8 @@ class Cluster:
         dsn = self.store._dsn
         self._listener = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
         self._conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+        self._locks = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+        await self._create_outbox()
         for channel in self._channels.values():
             await self._listener.execute(f"LISTEN {_quote(channel)}")
         self._loops = [
@@ -152,7 +169,23 @@ class Cluster:
         ]
         swept = await self.sweep_stale_runs()
         await self.engine.start(self.execute)
+        await self.heal()  # runs a dead worker claimed and never published
         return swept
+
+    async def _create_outbox(self) -> None:
+        """The outbox table (under an advisory lock: ``CREATE TABLE IF NOT EXISTS`` races
+        between workers starting together)."""
+        conn = self._db()
+        async with self._talk, conn.transaction():
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"lovia-outbox:{self.store.schema or ''}",),
+            )
+            await conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {self._tables}lovia_run_outbox ("
+                "run_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, payload TEXT NOT NULL, "
+                "attempt INTEGER NOT NULL DEFAULT 0, published_at DOUBLE PRECISION NOT NULL)"
+            )
 
     def _spawn(self, coro: Any) -> None:
         task: asyncio.Task[None] = asyncio.create_task(coro)
@@ -173,7 +206,7 @@ class Cluster:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        for conn in (self._listener, self._conn):
+        for conn in (self._listener, self._conn, self._locks):
             if conn is not None:
                 with contextlib.suppress(Exception):
                     await conn.close()
@@ -236,8 +269,11 @@ class Cluster:
                     )
                 placeholder = LiveRun(run_id=reply["run_id"], session_id=sid, agent=name)
                 return StartedRun(placeholder, attached=True)
-            run_id = uuid4().hex
-            if await self._claim(sid, run_id):
+            run = LiveRun(
+                run_id=uuid4().hex, session_id=sid, agent=name, source=source, prompt=[content]
+            )
+            payload = self._payload(run, [content], title=meta.title)
+            if await self._claim(sid, run.run_id, payload):
                 break
             found = await self.store.get_session(sid)
             if found is None:
@@ -245,13 +281,14 @@ class Cluster:
             meta = found
         else:
             raise RunConflict(f"session {sid!r} is busy", hint="retry in a moment")
-        run = LiveRun(run_id=run_id, session_id=sid, agent=name, source=source, prompt=[content])
-        await self.dispatch(run, [content], title=meta.title)
+        await self.dispatch(run, payload)
         return StartedRun(run, attached=False)
 
-    async def dispatch(self, run: LiveRun, entries: list[dict[str, Any]], *, title: str) -> None:
-        """Hand a claimed run to the engine; on failure the chat is released again."""
-        payload = {
+    def _payload(
+        self, run: LiveRun, entries: list[dict[str, Any]], *, title: str
+    ) -> dict[str, Any]:
+        """The engine's message for a run: all a worker needs to start it from nothing."""
+        return {
             "run_id": run.run_id,
             "session_id": run.session_id,
             "agent": run.agent,
@@ -259,11 +296,16 @@ class Cluster:
             "input": entries,
             "title": title,
             "from": self.worker_id,
+            "attempt": 0,
         }
+
+    async def dispatch(self, run: LiveRun, payload: dict[str, Any]) -> None:
+        """Hand a claimed run to the engine; on failure the chat is released again."""
         try:
             await self.engine.dispatch(payload)
         except Exception as exc:
             await self.store.set_active_run(run.session_id, None, expected=run.run_id)
+            await self._forget_outbox(run.run_id)
             logger.exception("could not dispatch run %s", run.run_id)
             raise EngineUnavailable(
                 "the run engine is unreachable", hint="check the message broker is running"
@@ -275,22 +317,22 @@ class Cluster:
         from ..supervisor import LiveRun
 
         entries = [entry_to_dict(e) for e in input_to_entries(leftovers)]
-        run_id = uuid4().hex
-        if not await self._claim(run.session_id, run_id):
+        following = LiveRun(
+            run_id=uuid4().hex,
+            session_id=run.session_id,
+            agent=run.agent,
+            source=run.source,
+            prompt=entries,
+        )
+        payload = self._payload(following, entries, title="")
+        if not await self._claim(run.session_id, following.run_id, payload):
             for entry in entries:
                 reply = await self.call(run.session_id, "push", entry=entry)
                 if reply is None:
                     logger.error("run %s left messages no run could take", run.run_id)
                     return None
             return await self.remote_run(run.session_id)
-        following = LiveRun(
-            run_id=run_id,
-            session_id=run.session_id,
-            agent=run.agent,
-            source=run.source,
-            prompt=entries,
-        )
-        await self.dispatch(following, entries, title="")
+        await self.dispatch(following, payload)
         return following
 
     async def cancel_elsewhere(self, session_id: str) -> None:
@@ -299,15 +341,117 @@ class Cluster:
         with contextlib.suppress(WebError):
             await self.call(session_id, "cancel")
 
-    async def _claim(self, session_id: str, run_id: str) -> bool:
-        """Point the chat at ``run_id`` if no run holds it: the cross-worker reservation."""
+    async def _claim(self, session_id: str, run_id: str, payload: dict[str, Any]) -> bool:
+        """Point the chat at ``run_id`` if no run holds it (the cross-worker reservation),
+        and write the run's message to the outbox in the same statement: a worker that dies
+        before publishing leaves what another needs to publish it (``heal``)."""
+        t = self._tables
         sql = (
-            f"UPDATE {self._tables}chat_sessions SET active_run_id = %s, updated_at = %s "
-            "WHERE id = %s AND active_run_id IS NULL"
+            f"WITH claimed AS (UPDATE {t}chat_sessions SET active_run_id = %s, updated_at = %s "
+            "WHERE id = %s AND active_run_id IS NULL RETURNING id) "
+            f"INSERT INTO {t}lovia_run_outbox (run_id, session_id, payload, attempt, "
+            "published_at) SELECT %s, id, %s, 0, %s FROM claimed"
         )
+        now = time.time()
+        args = (run_id, now, session_id, run_id, json.dumps(payload), now)
         async with self._talk:
-            cur = await self._db().execute(sql, (run_id, time.time(), session_id))
+            cur = await self._db().execute(sql, args)
             return cur.rowcount == 1
+
+    async def _forget_outbox(self, run_id: str) -> None:
+        """Drop the run's outbox row once no chat points at the run (it needs no worker)."""
+        t = self._tables
+        sql = (
+            f"DELETE FROM {t}lovia_run_outbox WHERE run_id = %s AND NOT EXISTS "
+            f"(SELECT 1 FROM {t}chat_sessions WHERE active_run_id = %s)"
+        )
+        try:
+            async with self._talk:
+                await self._db().execute(sql, (run_id, run_id))
+        except Exception:  # the next start's sweep drops it
+            logger.exception("could not drop the outbox row of run %s", run_id)
+
+    # -- take locks and healing ----------------------------------------------------------------
+
+    def _lock_key(self, run_id: str) -> str:
+        return self._lock_prefix + run_id
+
+    async def _try_take(self, run_id: str) -> bool:
+        """Take the run's take lock for this worker; ``False`` when a worker (this one
+        included) holds it. It goes with this worker's connection if the worker dies."""
+        if run_id in self._taking:  # advisory locks nest per connection: check here first
+            return False
+        if self._locks is None:
+            raise RuntimeError("the cluster is not started")
+        async with self._locking:
+            cur = await self._locks.execute(
+                "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (self._lock_key(run_id),)
+            )
+            row = await cur.fetchone()
+        if row is None or not row[0]:
+            return False
+        self._taking.add(run_id)
+        return True
+
+    async def _untake(self, run_id: str) -> None:
+        if run_id not in self._taking:
+            return
+        self._taking.discard(run_id)
+        try:
+            assert self._locks is not None
+            async with self._locking:
+                await self._locks.execute(
+                    "SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (self._lock_key(run_id),)
+                )
+        except Exception:  # a lock on a broken connection went with it
+            logger.exception("could not release the take lock of run %s", run_id)
+
+    async def heal(self, *, session_id: str | None = None, run_id: str | None = None) -> int:
+        """Publish again each claimed run (of ``session_id``, or ``run_id``, or all) that no
+        worker has taken and whose message went out over ``heal_after`` seconds ago: its
+        worker may have died between the claim and the publish. Returns how many.
+
+        Each is re-published under its take lock with its ``attempt`` bumped, so a worker
+        taking an older copy meanwhile either holds the lock (and this skips the run) or
+        finds its copy stale once it gets the lock."""
+        t = self._tables
+        sql = (
+            f"SELECT o.run_id, o.payload, o.attempt FROM {t}lovia_run_outbox o JOIN "
+            f"{t}chat_sessions s ON s.id = o.session_id AND s.active_run_id = o.run_id "
+            "WHERE o.published_at < %s AND (%s::text IS NULL OR o.session_id = %s) "
+            "AND (%s::text IS NULL OR o.run_id = %s)"
+        )
+        args = (time.time() - self.heal_after, session_id, session_id, run_id, run_id)
+        try:
+            async with self._talk:
+                cur = await self._db().execute(sql, args)
+                rows = await cur.fetchall()
+        except Exception:  # best effort: the next trigger tries again
+            logger.exception("could not look for runs to heal")
+            return 0
+        healed = 0
+        for found, body, attempt in rows:
+            if not await self._try_take(found):
+                continue  # a worker has it (or is taking it)
+            try:
+                bump = (
+                    f"UPDATE {t}lovia_run_outbox SET attempt = attempt + 1, published_at = %s "
+                    "WHERE run_id = %s AND attempt = %s"
+                )
+                async with self._talk:
+                    cur = await self._db().execute(bump, (time.time(), found, attempt))
+                if cur.rowcount != 1:
+                    continue  # another worker healed it first
+                payload = json.loads(body)
+                payload["attempt"] = attempt + 1
+                await self.engine.dispatch(payload)
+                healed += 1
+                logger.warning("published run %s again: no worker had taken it", found)
+            except Exception:
+                logger.exception("could not publish run %s again", found)
+            finally:
+                await self._untake(found)
+        return healed
 
     async def _run_pointed_at(self, run_id: str) -> bool:
         sql = f"SELECT 1 FROM {self._tables}chat_sessions WHERE active_run_id = %s LIMIT 1"
@@ -358,11 +502,17 @@ class Cluster:
             logger.exception("could not take run %s", payload.get("run_id"))
             await asyncio.sleep(self.poll)  # not in a hot loop while the cause lasts
             raise RunRejected(f"taking the run failed: {type(exc).__name__}") from exc
-        if run is None or run.task is None:
-            return
-        await asyncio.shield(run.task)
-        if run.stop_reason == "shutdown":
-            raise RunRejected("the worker shut down mid-run; another one resumes it")
+        run_id = payload["run_id"]
+        try:
+            if run is None or run.task is None:
+                return
+            await asyncio.shield(run.task)
+            if run.stop_reason == "shutdown":
+                raise RunRejected("the worker shut down mid-run; another one resumes it")
+        finally:
+            if run is not None and run.run_id == run_id:
+                await self._untake(run_id)
+            await self._forget_outbox(run_id)
 
     async def _take(self, payload: dict[str, Any]) -> LiveRun | None:
         """Launch the delivered run here (resumed when it has a checkpoint); ``None`` when
@@ -374,19 +524,48 @@ class Cluster:
         while True:
             meta = await self.store.get_session(session_id)
             if meta is None or meta.active_run_id != run_id:
+                await self._forget_outbox(run_id)
                 return None
             live = sup.live(session_id)
             if live is not None:  # only a duplicate delivery finds it here
                 if live.run_id == run_id:
                     return live
                 raise RunRejected(f"session {session_id!r} has another run here")
-            try:  # a dead worker's lease goes with its connection: wait for that
-                await sup._require_unheld(session_id, run_id)
-                break
-            except RunConflict:
-                if loop.time() > deadline:
-                    raise RunRejected(f"run {run_id!r} is still held elsewhere") from None
-                await asyncio.sleep(0.05)
+            # A dead worker's take lock and lease go with its connections: wait for that.
+            if await self._try_take(run_id):
+                try:
+                    if not await self._current(run_id, payload.get("attempt", 0)):
+                        await self._untake(run_id)
+                        return None  # a stale copy: a healed one went out after it
+                    await sup._require_unheld(session_id, run_id)
+                    break
+                except RunConflict:
+                    await self._untake(run_id)
+                except BaseException:
+                    await self._untake(run_id)
+                    raise
+            if loop.time() > deadline:
+                raise RunRejected(f"run {run_id!r} is still held elsewhere")
+            await asyncio.sleep(0.05)
+        try:
+            return await self._launch_taken(payload, meta)
+        except BaseException:
+            await self._untake(run_id)
+            raise
+
+    async def _current(self, run_id: str, attempt: Any) -> bool:
+        """Whether a delivery of ``attempt`` is the run's latest message (a run without an
+        outbox row, from before the outbox, has only one)."""
+        sql = f"SELECT attempt FROM {self._tables}lovia_run_outbox WHERE run_id = %s"
+        async with self._talk:
+            cur = await self._db().execute(sql, (run_id,))
+            row = await cur.fetchone()
+        return row is None or row[0] == attempt
+
+    async def _launch_taken(self, payload: dict[str, Any], meta: ChatMeta) -> LiveRun:
+        """Launch a run this worker holds the take lock of."""
+        sup = self._sup()
+        session_id, run_id = payload["session_id"], payload["run_id"]
         agent = meta.agent if meta.agent in sup.agents else payload["agent"]
         if agent not in sup.agents:
             agent = next(iter(sup.agents))
@@ -467,6 +646,8 @@ class Cluster:
         hub = self._sup().hub
         wake = asyncio.Event()
         self._waiters.setdefault(run_id, set()).add(wake)
+        loop = asyncio.get_running_loop()
+        next_heal = loop.time() + self.heal_after
         try:
             while True:
                 wake.clear()  # before the read: a notification during it reads again
@@ -487,6 +668,9 @@ class Cluster:
                         for record in await self.store.read_events(run_id, after=after):
                             yield record
                         return
+                    if loop.time() > next_heal:  # a client waits on it: is it lost?
+                        next_heal = loop.time() + self.heal_after
+                        await self.heal(run_id=run_id)
         finally:
             waiters = self._waiters.get(run_id)
             if waiters is not None:
@@ -659,6 +843,11 @@ class Cluster:
             "WHERE status = 'running' AND run_id NOT IN (SELECT active_run_id FROM "
             f"{self._tables}chat_sessions WHERE active_run_id IS NOT NULL)"
         )
+        forget = (
+            f"DELETE FROM {self._tables}lovia_run_outbox WHERE run_id NOT IN (SELECT "
+            f"active_run_id FROM {self._tables}chat_sessions WHERE active_run_id IS NOT NULL)"
+        )
         async with self._talk:
             cur = await self._db().execute(sql, (time.time(),))
+            await self._db().execute(forget)  # rows of runs that need no worker any more
             return max(cur.rowcount, 0)
