@@ -307,3 +307,29 @@ async def test_a_worker_dead_between_claim_and_publish_leaves_no_hanging_run(
     ids = [int(f.id or "") for f in frames[2:]]
     assert ids == list(range(1, len(ids) + 1))
     assert _lines(tmp_path / "quick.log") == [str(pool[1].proc.pid)]  # once, there
+
+
+async def test_deleting_every_chat_through_any_worker_stops_the_runs_of_all(
+    workers: Workers,
+) -> None:
+    await workers.start(2)
+    async with httpx.AsyncClient(timeout=30) as client:
+        streams = []
+        for worker in workers.workers:  # one blocked run per worker, wherever it runs
+            async with client.stream(
+                "POST", f"{worker.url}/api/chat/stream", json={"message": "tool"}
+            ) as r:
+                frames = await Frames(r).until("session")
+            streams.append(frames[0].data["session_id"])
+        owners = [await workers.owner(sid) for sid in streams]
+        receiver = _other(workers, owners[0])  # at least one run lives elsewhere
+        deleted = await client.delete(f"{receiver.url}/api/sessions")
+        assert deleted.status_code == 200, deleted.text
+        assert set(streams) <= set(deleted.json()["deleted"])
+        for owner in owners:  # the runs were stopped, and had ended when it answered
+            live = (await client.get(f"{owner.url}/test/live")).json()
+            assert live["sessions"] == []
+        for sid in streams:
+            for worker in workers.workers:
+                gone = await client.get(f"{worker.url}/api/sessions/{sid}")
+                assert gone.status_code == 404

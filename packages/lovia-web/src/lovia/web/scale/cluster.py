@@ -94,6 +94,7 @@ class Cluster:
         poll: float = 1.0,
         lease_wait: float = 30.0,
         heal_after: float = 5.0,
+        stop_timeout: float = 15.0,
     ) -> None:
         from ..store.postgres import PostgresChatStore
 
@@ -109,6 +110,9 @@ class Cluster:
         self.poll = poll
         self.lease_wait = lease_wait
         self.heal_after = heal_after
+        self.stop_timeout = stop_timeout
+        """How long a delete waits for a run on another worker to end (its supervisor
+        gives a run 10 s to stop cooperatively before cancelling it)."""
         self.supervisor: RunSupervisor | None = None
         self.bus: LifecycleBus | None = None
         tag = hashlib.sha1((store.schema or "").encode()).hexdigest()[:16]
@@ -336,10 +340,23 @@ class Cluster:
         return following
 
     async def cancel_elsewhere(self, session_id: str) -> None:
-        """Ask the worker holding the chat's run to cancel it (the chat is being deleted);
-        no answer means no worker holds it."""
+        """Ask the worker holding the chat's run to stop it (the chat is being deleted), and
+        wait until the run has ended there, as ``RunSupervisor.stop`` does for a run of its
+        own: a run still ending would write its partial turns into the deleted chat. No
+        answer means no worker holds it (a delivery later finds the chat gone)."""
         with contextlib.suppress(WebError):
-            await self.call(session_id, "cancel")
+            await self.call(session_id, "stop", timeout=self.stop_timeout)
+
+    async def stop_everywhere(self) -> None:
+        """Stop every run of this deployment that lives on another worker, and wait for
+        each to end (every chat is being deleted)."""
+        sql = f"SELECT id FROM {self._tables}chat_sessions WHERE active_run_id IS NOT NULL"
+        async with self._talk:
+            cur = await self._db().execute(sql)
+            rows = await cur.fetchall()
+        sup = self._sup()
+        elsewhere = [sid for (sid,) in rows if sup.live(sid) is None]
+        await asyncio.gather(*(self.cancel_elsewhere(sid) for sid in elsewhere))
 
     async def _claim(self, session_id: str, run_id: str, payload: dict[str, Any]) -> bool:
         """Point the chat at ``run_id`` if no run holds it (the cross-worker reservation),
@@ -680,10 +697,12 @@ class Cluster:
 
     # -- commands ----------------------------------------------------------------------------
 
-    async def call(self, session_id: str, op: str, **args: Any) -> dict[str, Any] | None:
+    async def call(
+        self, session_id: str, op: str, *, timeout: float | None = None, **args: Any
+    ) -> dict[str, Any] | None:
         """Run ``op`` on the worker holding the chat's live run; its result, or ``None``
-        when no worker answers within ``command_timeout``. A refusal there is raised here
-        as the same ``WebError``."""
+        when no worker answers within ``timeout`` (``command_timeout`` by default). A
+        refusal there is raised here as the same ``WebError``."""
         meta = await self.store.get_session(session_id)
         if meta is None or meta.active_run_id is None:
             return None  # no run to ask about: no need to wait for silence
@@ -707,7 +726,8 @@ class Cluster:
         try:
             async with self._talk:
                 await self._db().execute("SELECT pg_notify(%s, %s)", (self._channels["cmd"], body))
-            reply = await asyncio.wait_for(future, self.command_timeout)
+            wait = self.command_timeout if timeout is None else timeout
+            reply = await asyncio.wait_for(future, wait)
         except asyncio.TimeoutError:
             return None
         finally:
@@ -726,7 +746,13 @@ class Cluster:
             return  # not ours: the worker that holds it answers
         reply: dict[str, Any] = {"id": body.get("id")}
         try:
-            reply["result"] = self._command(sup, session_id, body.get("op"), body.get("args", {}))
+            if body.get("op") == "stop":  # the chat is being deleted: answer once it ended
+                live = sup.live(session_id)
+                await sup.stop(session_id)
+                reply["result"] = {"run_id": live.run_id if live is not None else None}
+            else:
+                args = body.get("args", {})
+                reply["result"] = self._command(sup, session_id, body.get("op"), args)
         except WebError as exc:
             reply["error"] = {"status": exc.status, "message": exc.message, "hint": exc.hint}
         except Exception as exc:
