@@ -11,6 +11,7 @@ from typing import Any, cast
 
 import pytest
 from lovia import Agent
+from lovia.session import read_segments
 from lovia.testing import ScriptedProvider, text
 from lovia.web.errors import RunConflict
 from lovia.web.eventlog import EventRecord
@@ -191,3 +192,48 @@ async def test_a_run_claimed_by_a_worker_that_died_is_published_again(
         await store.aclose()
     b.cluster.heal_after = 0.0
     assert await b.cluster.heal() == 0  # the chat points at no run any more
+
+
+class GatedModel(ScriptedProvider):
+    """Replies once ``gate`` is set; ``entered`` tells that a model call began."""
+
+    def __init__(self) -> None:
+        super().__init__([text("late hello")])
+        self.gate = asyncio.Event()
+        self.entered = asyncio.Event()
+
+    async def stream(self, entries: Any, **options: Any) -> AsyncIterator[Any]:
+        self.entered.set()
+        await self.gate.wait()
+        async for delta in super().stream(entries, **options):
+            yield delta
+
+
+async def test_a_cancel_that_heard_no_worker_leaves_a_run_taken_meanwhile_alone(
+    nodes: tuple[Node, Node],
+) -> None:
+    a, b = nodes
+    model = GatedModel()
+    b.supervisor.agents["helper"] = Agent(name="helper", model=model)
+    started = await a.supervisor.start("hi")
+    sid, run_id = started.run.session_id, started.run.run_id
+    (payload,) = a.engine.sent
+    # The cancel's broadcast went unanswered (the run was between workers); B takes the run
+    # before the cancel clears the chat's pointer.
+    running = asyncio.create_task(b.cluster.execute(payload))
+    await asyncio.wait_for(model.entered.wait(), 10)
+    with pytest.raises(RunConflict):
+        await a.supervisor.clear_stranded(sid)
+    meta = await a.store.get_session(sid)
+    assert meta is not None and meta.active_run_id == run_id  # still the live run's chat
+    # Asked again, the worker holding it answers and cancels it.
+    assert await a.cluster.call(sid, "cancel") == {"run_id": run_id}
+    model.gate.set()  # the run sees its cancel at the model call's end
+    await asyncio.wait_for(running, 10)
+    records = await a.store.read_events(run_id)
+    # It ended once (cancelled, or completed if its only model call beat the cancel), and its
+    # turns joined the chat once: nothing kept them behind its back.
+    assert [r.type for r in records].count("done") == 1
+    assert records[-1].data["status"] in ("cancelled", "completed")
+    segments = await read_segments(a.store.session, sid)
+    assert [s.run_id for s in segments] == [run_id]

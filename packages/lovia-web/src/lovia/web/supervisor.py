@@ -811,6 +811,8 @@ class RunSupervisor:
         join the session, as a cancel's would); returns its id, ``None`` if there is none."""
         if self.busy(session_id):
             return None
+        if self.cluster is not None:  # another worker may be taking the run right now
+            return await self.cluster.clear_stranded(session_id)
         meta = await self.store.get_session(session_id)
         if meta is None or meta.active_run_id is None:
             return None

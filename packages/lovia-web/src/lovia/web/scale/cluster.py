@@ -347,6 +347,37 @@ class Cluster:
         with contextlib.suppress(WebError):
             await self.call(session_id, "stop", timeout=self.stop_timeout)
 
+    async def clear_stranded(self, session_id: str) -> str | None:
+        """``RunSupervisor.clear_stranded`` on a cluster: forget the chat's run that no
+        worker answered for, unless a worker took it meanwhile (``RunConflict``: the cancel
+        is asked again). The run's take lock is held while its turns are kept and the pointer
+        is cleared, so no worker launches it in between; a delivery then finds it gone."""
+        sup = self._sup()
+        meta = await self.store.get_session(session_id)
+        if meta is None or meta.active_run_id is None:
+            return None
+        run_id = meta.active_run_id
+        taken = RunConflict(
+            f"the run of session {session_id!r} was just taken by a worker",
+            hint="send the cancel again: that worker answers it now",
+        )
+        if not await self._try_take(run_id):
+            raise taken
+        try:
+            try:
+                await sup._require_unheld(session_id, run_id)
+            except RunConflict:  # a process outside the engine runs it
+                raise taken from None
+            meta = await self.store.get_session(session_id)
+            if meta is None or meta.active_run_id != run_id:
+                return None  # it ended meanwhile
+            await sup._keep_partial(session_id, run_id)
+            await self.store.set_active_run(session_id, None, expected=run_id)
+        finally:
+            await self._untake(run_id)
+        await self._forget_outbox(run_id)
+        return run_id
+
     async def stop_everywhere(self) -> None:
         """Stop every run of this deployment that lives on another worker, and wait for
         each to end (every chat is being deleted)."""
