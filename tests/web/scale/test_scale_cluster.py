@@ -237,3 +237,22 @@ async def test_a_cancel_that_heard_no_worker_leaves_a_run_taken_meanwhile_alone(
     assert records[-1].data["status"] in ("cancelled", "completed")
     segments = await read_segments(a.store.session, sid)
     assert [s.run_id for s in segments] == [run_id]
+
+
+async def test_a_run_finished_with_a_long_error_reaches_the_other_workers(
+    nodes: tuple[Node, Node],
+) -> None:
+    a, b = nodes
+    relayed = b.bus.subscribe()
+    # far over NOTIFY's 8000 bytes, and longer still as JSON (non-ASCII is escaped)
+    error = "ProviderError: " + "the upstream said no. \u00e9\u00e8 " * 1000
+    data = {"run_id": "r" * 32, "session_id": "s1", "status": "failed", "error": error}
+    a.bus.publish("run_finished", data)
+    event = await asyncio.wait_for(relayed.__anext__(), 5)
+    assert (event.kind, event.data["run_id"], event.data["status"]) == (
+        "run_finished",
+        "r" * 32,
+        "failed",
+    )
+    assert event.data["error"].startswith("ProviderError: the upstream said no.")
+    assert len(event.data["error"]) < len(error)

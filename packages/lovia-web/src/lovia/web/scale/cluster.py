@@ -835,7 +835,24 @@ class Cluster:
         if kind not in _RELAYED_KINDS or self._closing:
             return
         body = json.dumps({"from": self.worker_id, "kind": kind, "data": data})
+        if len(body.encode()) > _MAX_PAYLOAD and isinstance(data.get("error"), str):
+            # A long error (a provider's response body, say) must not cost the other
+            # workers the run's end: it is shortened to fit, the rest is in the run's log.
+            error: str = data["error"]
+
+            def shortened(keep: int) -> str:
+                cut = {**data, "error": error[:keep] + " ..."}
+                return json.dumps({"from": self.worker_id, "kind": kind, "data": cut})
+
+            lo, hi = 0, len(error)  # the longest head that fits (escapes make bytes vary)
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                lo, hi = (
+                    (mid, hi) if len(shortened(mid).encode()) <= _MAX_PAYLOAD else (lo, mid - 1)
+                )
+            body = shortened(lo)
         if len(body.encode()) > _MAX_PAYLOAD:
+            logger.warning("a %s event is too large to relay to the other workers", kind)
             return
         self._spawn(self._notify_bus(body))
 
