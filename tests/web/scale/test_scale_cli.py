@@ -45,6 +45,7 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         # refused before any worker starts (or any "serving at" is printed)
         (["--db", PG, "--broker", "redis://127.0.0.1:6379/0"], "RabbitMQ"),
         (["--workers", "2", "--db", PG, "--broker", "http://127.0.0.1:5672"], "amqp://"),
+        (["--workers", "2", "--db", PG, "--broker", "amqp://guest:guest@127.0.0.1:1//"], "reach"),
     ],
 )
 def test_several_workers_need_postgres_and_a_broker(
@@ -83,6 +84,7 @@ def test_a_broker_makes_the_server_a_worker(
     pg_dsn: str,
     pg_schema: str,
 ) -> None:
+    require(port_open("127.0.0.1", 5672), "no RabbitMQ at 127.0.0.1:5672 (the run engine)")
     seen: dict[str, object] = {}
     monkeypatch.setattr(cli, "serve_app", lambda target, **options: seen.update(options))
     db = f"{pg_dsn}?schema={pg_schema}"

@@ -27,7 +27,7 @@ from typing import Any
 
 from lovia.exceptions import UserError, install_hint
 
-__all__ = ["RunEngine", "RunRejected", "check_broker_url"]
+__all__ = ["RunEngine", "RunRejected", "check_broker_url", "probe_broker"]
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +74,26 @@ def check_broker_url(broker: str) -> None:
             f"unsupported broker URL scheme {scheme!r}",
             hint="pass amqp://user:password@host:5672// (RabbitMQ)",
         )
+
+
+def probe_broker(broker: str, *, timeout: float = 5.0) -> None:
+    """``UserError`` (with a hint) unless the broker at ``broker`` takes a connection within
+    ``timeout`` seconds: a command line checks it before it starts any worker, rather than
+    each worker waiting for it and failing its startup."""
+    try:
+        from kombu.connection import Connection
+    except ImportError:  # Celery's transport library: the scale extra
+        raise UserError("scale-out needs Celery", hint=install_hint("lovia-web", "scale")) from None
+
+    where = broker.rsplit("@", 1)[-1]
+    try:
+        with Connection(broker, connect_timeout=timeout) as conn:  # type: ignore[no-untyped-call]
+            conn.connect()
+    except Exception as exc:  # noqa: BLE001 -- sockets, AMQP refusals: no common base
+        raise UserError(
+            f"cannot reach the message broker at {where}: {type(exc).__name__}: {exc}",
+            hint="start RabbitMQ, or check --broker (LOVIA_BROKER): user, password and port",
+        ) from None
 
 
 class RunRejected(Exception):
