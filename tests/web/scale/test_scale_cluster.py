@@ -20,6 +20,8 @@ from lovia.web.scale import Cluster
 from lovia.web.store.postgres import PostgresChatStore
 from lovia.web.supervisor import RunSupervisor
 
+from .conftest import poll
+
 
 @dataclass
 class RecordingEngine:
@@ -256,3 +258,20 @@ async def test_a_run_finished_with_a_long_error_reaches_the_other_workers(
     )
     assert event.data["error"].startswith("ProviderError: the upstream said no.")
     assert len(event.data["error"]) < len(error)
+
+
+async def test_a_message_whose_run_ended_while_it_asked_starts_the_next_run(
+    nodes: tuple[Node, Node],
+) -> None:
+    a, b = nodes
+    started = await a.supervisor.start("hi")
+    sid = started.run.session_id
+    # B asks the worker holding the run to take the message; nobody answers, and meanwhile
+    # the run ends (here: it is cleared before any worker took it).
+    asked = asyncio.create_task(b.supervisor.start("one more", session_id=sid))
+    await poll(lambda: b.cluster._replies, "B's ask to go out", 5)  # before the run ends
+    assert await a.supervisor.clear_stranded(sid) == started.run.run_id
+    second = await asyncio.wait_for(asked, 10)
+    assert not second.attached and second.run.run_id != started.run.run_id
+    (payload,) = b.engine.sent
+    assert payload["input"][0]["content"] == "one more"  # the message was not lost

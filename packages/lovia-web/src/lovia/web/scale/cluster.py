@@ -267,9 +267,16 @@ class Cluster:
                 assert run_id is not None
                 reply = await self.call(sid, "push", entry=content)
                 if reply is None:
+                    found = await self.store.get_session(sid)
+                    if found is None:
+                        raise NotFound(f"session {sid!r} was deleted")
+                    if found.active_run_id != run_id:  # it ended while we asked: start anew
+                        meta = found
+                        continue
                     raise RunConflict(
                         f"session {sid!r} has a run no worker holds right now",
-                        hint="it is being resumed by another worker: retry in a few seconds",
+                        hint="it waits for a free worker, or moves after a worker died: "
+                        "retry in a few seconds",
                     )
                 placeholder = LiveRun(run_id=reply["run_id"], session_id=sid, agent=name)
                 return StartedRun(placeholder, attached=True)
