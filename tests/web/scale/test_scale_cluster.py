@@ -275,3 +275,15 @@ async def test_a_message_whose_run_ended_while_it_asked_starts_the_next_run(
     assert not second.attached and second.run.run_id != started.run.run_id
     (payload,) = b.engine.sent
     assert payload["input"][0]["content"] == "one more"  # the message was not lost
+
+
+async def test_a_published_run_waiting_in_the_queue_is_not_published_again(
+    nodes: tuple[Node, Node],
+) -> None:
+    a, b = nodes
+    started = await a.supervisor.start("hi")  # in the queue, no worker free to take it
+    b.cluster.heal_after = 0.0
+    # Re-attaching, or waiting on it, must not send it to the back of the queue again.
+    await b.supervisor.resume(started.run.session_id)
+    assert await b.cluster.heal() == 0
+    assert b.engine.sent == [] and len(a.engine.sent) == 1

@@ -19,12 +19,14 @@ What it adds to a ``RunSupervisor`` (which stays the only thing that runs a run)
 * **Sweeping.** A ``running`` run record is stale only when its chat no longer points at the
   run: a run pointed at is live somewhere or waiting in the engine to be resumed.
 * **Healing.** The claim writes the run's message to an outbox table in the same statement,
-  and a worker holds the run's *take lock* (an advisory lock on a connection of its own) from
-  taking a delivery until the run ends there. A claimed run whose take lock is free, and whose
-  message went out more than ``heal_after`` seconds ago, is published again (its ``attempt``
-  bumped, so an older copy still queued is dropped when taken): at a worker's start, when a
-  client re-attaches to its chat, and while a client waits on it. So a worker that dies
-  between the claim and the publish costs its run a pause, not the run.
+  and the row is marked published once the broker has the message (from then on the broker
+  keeps it until a worker has run it). A worker holds the run's *take lock* (an advisory lock
+  on a connection of its own) from taking a delivery until the run ends there. A claimed run
+  whose message was never marked published ``heal_after`` seconds after its claim, and whose
+  take lock is free, is published again (its ``attempt`` bumped, so a copy that did reach the
+  broker is dropped when taken): at a worker's start, when a client re-attaches to its chat,
+  and while a client waits on it. So a worker that dies between the claim and the publish
+  costs its run a pause, not the run.
 
 The notification channels are named after the store's schema, so deployments sharing one
 database in different schemas never hear each other. Payloads stay under PostgreSQL's
@@ -188,7 +190,8 @@ class Cluster:
             await conn.execute(
                 f"CREATE TABLE IF NOT EXISTS {self._tables}lovia_run_outbox ("
                 "run_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, payload TEXT NOT NULL, "
-                "attempt INTEGER NOT NULL DEFAULT 0, published_at DOUBLE PRECISION NOT NULL)"
+                "attempt INTEGER NOT NULL DEFAULT 0, claimed_at DOUBLE PRECISION NOT NULL, "
+                "published_at DOUBLE PRECISION)"
             )
 
     def _spawn(self, coro: Any) -> None:
@@ -315,12 +318,29 @@ class Cluster:
         try:
             await self.engine.dispatch(payload)
         except Exception as exc:
+            # Not published: release the chat (if this worker dies here instead, ``heal``
+            # publishes the outbox's copy).
             await self.store.set_active_run(run.session_id, None, expected=run.run_id)
             await self._forget_outbox(run.run_id)
             logger.exception("could not dispatch run %s", run.run_id)
             raise EngineUnavailable(
                 "the run engine is unreachable", hint="check the message broker is running"
             ) from exc
+        await self._published_run(run.run_id, payload["attempt"])
+
+    async def _published_run(self, run_id: str, attempt: int) -> None:
+        """Mark the run's outbox row published: the broker keeps the message from now on, so
+        ``heal`` leaves it alone (a run waiting for a free worker keeps its place in the
+        queue). If this fails, a heal publishes a copy that supersedes the first."""
+        sql = (
+            f"UPDATE {self._tables}lovia_run_outbox SET published_at = %s "
+            "WHERE run_id = %s AND attempt = %s"
+        )
+        try:
+            async with self._talk:
+                await self._db().execute(sql, (time.time(), run_id, attempt))
+        except Exception:
+            logger.exception("could not mark run %s published", run_id)
 
     async def chain(self, run: LiveRun, leftovers: list[Message]) -> LiveRun | None:
         """Start the chat's next run with messages a finished ``run`` left over (the
@@ -405,7 +425,7 @@ class Cluster:
             f"WITH claimed AS (UPDATE {t}chat_sessions SET active_run_id = %s, updated_at = %s "
             "WHERE id = %s AND active_run_id IS NULL RETURNING id) "
             f"INSERT INTO {t}lovia_run_outbox (run_id, session_id, payload, attempt, "
-            "published_at) SELECT %s, id, %s, 0, %s FROM claimed"
+            "claimed_at) SELECT %s, id, %s, 0, %s FROM claimed"
         )
         now = time.time()
         args = (run_id, now, session_id, run_id, json.dumps(payload), now)
@@ -473,7 +493,8 @@ class Cluster:
         sql = (
             f"SELECT o.run_id, o.payload, o.attempt FROM {t}lovia_run_outbox o JOIN "
             f"{t}chat_sessions s ON s.id = o.session_id AND s.active_run_id = o.run_id "
-            "WHERE o.published_at < %s AND (%s::text IS NULL OR o.session_id = %s) "
+            "WHERE o.published_at IS NULL AND o.claimed_at < %s "
+            "AND (%s::text IS NULL OR o.session_id = %s) "
             "AND (%s::text IS NULL OR o.run_id = %s)"
         )
         args = (time.time() - self.heal_after, session_id, session_id, run_id, run_id)
@@ -490,8 +511,8 @@ class Cluster:
                 continue  # a worker has it (or is taking it)
             try:
                 bump = (
-                    f"UPDATE {t}lovia_run_outbox SET attempt = attempt + 1, published_at = %s "
-                    "WHERE run_id = %s AND attempt = %s"
+                    f"UPDATE {t}lovia_run_outbox SET attempt = attempt + 1, claimed_at = %s "
+                    "WHERE run_id = %s AND attempt = %s AND published_at IS NULL"
                 )
                 async with self._talk:
                     cur = await self._db().execute(bump, (time.time(), found, attempt))
@@ -500,6 +521,7 @@ class Cluster:
                 payload = json.loads(body)
                 payload["attempt"] = attempt + 1
                 await self.engine.dispatch(payload)
+                await self._published_run(found, attempt + 1)
                 healed += 1
                 logger.warning("published run %s again: no worker had taken it", found)
             except Exception:
