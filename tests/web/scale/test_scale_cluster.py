@@ -287,3 +287,13 @@ async def test_a_published_run_waiting_in_the_queue_is_not_published_again(
     await b.supervisor.resume(started.run.session_id)
     assert await b.cluster.heal() == 0
     assert b.engine.sent == [] and len(a.engine.sent) == 1
+
+
+async def test_deleting_a_chat_whose_run_no_worker_holds_waits_only_for_silence(
+    nodes: tuple[Node, Node],
+) -> None:
+    a, _ = nodes
+    started = await a.supervisor.start("hi")  # queued: no worker holds it
+    began = time.monotonic()
+    await a.supervisor.stop(started.run.session_id)  # what a delete does first
+    assert time.monotonic() - began < a.cluster.command_timeout + 1.5

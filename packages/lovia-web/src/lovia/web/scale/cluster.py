@@ -371,8 +371,24 @@ class Cluster:
         wait until the run has ended there, as ``RunSupervisor.stop`` does for a run of its
         own: a run still ending would write its partial turns into the deleted chat. No
         answer means no worker holds it (a delivery later finds the chat gone)."""
-        with contextlib.suppress(WebError):
-            await self.call(session_id, "stop", timeout=self.stop_timeout)
+        meta = await self.store.get_session(session_id)
+        if meta is None or meta.active_run_id is None:
+            return
+        run_id = meta.active_run_id
+        try:
+            if await self.call(session_id, "stop") is None:
+                return
+        except WebError:
+            return
+        # The holder answered at once and stops the run; it is over once the chat no longer
+        # points at it (its partial turns are kept before the pointer is cleared).
+        deadline = time.monotonic() + self.stop_timeout
+        while time.monotonic() < deadline:
+            meta = await self.store.get_session(session_id)
+            if meta is None or meta.active_run_id != run_id:
+                return
+            await asyncio.sleep(0.05)  # another process: nothing better to wait on
+        logger.warning("run %s did not stop within %g s", run_id, self.stop_timeout)
 
     async def clear_stranded(self, session_id: str) -> str | None:
         """``RunSupervisor.clear_stranded`` on a cluster: forget the chat's run that no
@@ -806,10 +822,11 @@ class Cluster:
             return  # not ours: the worker that holds it answers
         reply: dict[str, Any] = {"id": body.get("id")}
         try:
-            if body.get("op") == "stop":  # the chat is being deleted: answer once it ended
-                live = sup.live(session_id)
-                await sup.stop(session_id)
-                reply["result"] = {"run_id": live.run_id if live is not None else None}
+            if body.get("op") == "stop":  # the chat is being deleted
+                # Cancel now and answer; the caller waits for the run to end. The rest of a
+                # stop (the chat's workspace session released) follows the run's end here.
+                reply["result"] = {"run_id": sup.cancel(session_id).run_id}
+                self._spawn(sup.stop(session_id))
             else:
                 args = body.get("args", {})
                 reply["result"] = self._command(sup, session_id, body.get("op"), args)
