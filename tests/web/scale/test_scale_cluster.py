@@ -16,7 +16,7 @@ from lovia.testing import ScriptedProvider, text
 from lovia.web.errors import RunConflict
 from lovia.web.eventlog import EventRecord
 from lovia.web.lifecycle import LifecycleBus, RunLifecycle
-from lovia.web.scale import Cluster
+from lovia.web.scale import Cluster, RunRejected
 from lovia.web.store.postgres import PostgresChatStore
 from lovia.web.supervisor import RunSupervisor
 
@@ -297,3 +297,23 @@ async def test_deleting_a_chat_whose_run_no_worker_holds_waits_only_for_silence(
     began = time.monotonic()
     await a.supervisor.stop(started.run.session_id)  # what a delete does first
     assert time.monotonic() - began < a.cluster.command_timeout + 1.5
+
+
+async def test_a_worker_whose_lock_connection_dropped_still_takes_runs(
+    nodes: tuple[Node, Node], pg_dsn: str
+) -> None:
+    import psycopg
+
+    a, b = nodes
+    assert b.cluster._locks is not None
+    pid = b.cluster._locks.info.backend_pid
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as admin:
+        await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))  # a PostgreSQL blip
+    started = await a.supervisor.start("hi")
+    (payload,) = a.engine.sent
+    watched = asyncio.create_task(_collect(a.supervisor.follow(started.run.run_id)))
+    with pytest.raises(RunRejected):  # this delivery goes back to the broker ...
+        await b.cluster.execute(payload)
+    await b.cluster.execute(payload)  # ... and the next one runs, on a fresh connection
+    records = await asyncio.wait_for(watched, 10)
+    assert records[-1].type == "done" and records[-1].data["status"] == "completed"

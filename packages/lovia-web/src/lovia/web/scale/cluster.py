@@ -472,10 +472,9 @@ class Cluster:
         included) holds it. It goes with this worker's connection if the worker dies."""
         if run_id in self._taking:  # advisory locks nest per connection: check here first
             return False
-        if self._locks is None:
-            raise RuntimeError("the cluster is not started")
         async with self._locking:
-            cur = await self._locks.execute(
+            conn = await self._lock_conn()
+            cur = await conn.execute(
                 "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (self._lock_key(run_id),)
             )
             row = await cur.fetchone()
@@ -484,14 +483,26 @@ class Cluster:
         self._taking.add(run_id)
         return True
 
+    async def _lock_conn(self) -> AsyncConnection[Any]:
+        """The take locks' connection (under ``_locking``), connected again once it broke (a
+        PostgreSQL blip): otherwise this worker could take no run any more. The locks it
+        held went with it; the runs holding them are still guarded by their run leases."""
+        import psycopg
+
+        if self._locks is None:
+            raise RuntimeError("the cluster is not started")
+        if self._locks.closed or self._locks.broken:
+            logger.warning("the take-lock connection broke; connecting again")
+            self._locks = await psycopg.AsyncConnection.connect(self.store._dsn, autocommit=True)
+        return self._locks
+
     async def _untake(self, run_id: str) -> None:
         if run_id not in self._taking:
             return
         self._taking.discard(run_id)
         try:
-            assert self._locks is not None
             async with self._locking:
-                await self._locks.execute(
+                await (await self._lock_conn()).execute(
                     "SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (self._lock_key(run_id),)
                 )
         except Exception:  # a lock on a broken connection went with it
