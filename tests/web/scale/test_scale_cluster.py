@@ -317,3 +317,19 @@ async def test_a_worker_whose_lock_connection_dropped_still_takes_runs(
     await b.cluster.execute(payload)  # ... and the next one runs, on a fresh connection
     records = await asyncio.wait_for(watched, 10)
     assert records[-1].type == "done" and records[-1].data["status"] == "completed"
+
+
+async def test_a_worker_whose_query_connection_dropped_still_starts_runs(
+    nodes: tuple[Node, Node], pg_dsn: str
+) -> None:
+    import psycopg
+
+    a, _ = nodes
+    assert a.cluster._conn is not None
+    pid = a.cluster._conn.info.backend_pid
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as admin:
+        await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))  # a PostgreSQL blip
+    with pytest.raises(psycopg.OperationalError):  # the request that found it broken
+        await a.supervisor.start("hi")
+    started = await a.supervisor.start("hi")  # the next one, on a fresh connection
+    assert [p["run_id"] for p in a.engine.sent] == [started.run.run_id]

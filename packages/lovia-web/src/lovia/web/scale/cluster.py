@@ -181,7 +181,7 @@ class Cluster:
     async def _create_outbox(self) -> None:
         """The outbox table (under an advisory lock: ``CREATE TABLE IF NOT EXISTS`` races
         between workers starting together)."""
-        conn = self._db()
+        conn = await self._db()
         async with self._talk, conn.transaction():
             await conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
@@ -338,7 +338,7 @@ class Cluster:
         )
         try:
             async with self._talk:
-                await self._db().execute(sql, (time.time(), run_id, attempt))
+                await (await self._db()).execute(sql, (time.time(), run_id, attempt))
         except Exception:
             logger.exception("could not mark run %s published", run_id)
 
@@ -426,7 +426,7 @@ class Cluster:
         each to end (every chat is being deleted)."""
         sql = f"SELECT id FROM {self._tables}chat_sessions WHERE active_run_id IS NOT NULL"
         async with self._talk:
-            cur = await self._db().execute(sql)
+            cur = await (await self._db()).execute(sql)
             rows = await cur.fetchall()
         sup = self._sup()
         elsewhere = [sid for (sid,) in rows if sup.live(sid) is None]
@@ -446,7 +446,7 @@ class Cluster:
         now = time.time()
         args = (run_id, now, session_id, run_id, json.dumps(payload), now)
         async with self._talk:
-            cur = await self._db().execute(sql, args)
+            cur = await (await self._db()).execute(sql, args)
             return cur.rowcount == 1
 
     async def _forget_outbox(self, run_id: str) -> None:
@@ -458,7 +458,7 @@ class Cluster:
         )
         try:
             async with self._talk:
-                await self._db().execute(sql, (run_id, run_id))
+                await (await self._db()).execute(sql, (run_id, run_id))
         except Exception:  # the next start's sweep drops it
             logger.exception("could not drop the outbox row of run %s", run_id)
 
@@ -527,7 +527,7 @@ class Cluster:
         args = (time.time() - self.heal_after, session_id, session_id, run_id, run_id)
         try:
             async with self._talk:
-                cur = await self._db().execute(sql, args)
+                cur = await (await self._db()).execute(sql, args)
                 rows = await cur.fetchall()
         except Exception:  # best effort: the next trigger tries again
             logger.exception("could not look for runs to heal")
@@ -542,7 +542,7 @@ class Cluster:
                     "WHERE run_id = %s AND attempt = %s AND published_at IS NULL"
                 )
                 async with self._talk:
-                    cur = await self._db().execute(bump, (time.time(), found, attempt))
+                    cur = await (await self._db()).execute(bump, (time.time(), found, attempt))
                 if cur.rowcount != 1:
                     continue  # another worker healed it first
                 payload = json.loads(body)
@@ -560,12 +560,19 @@ class Cluster:
     async def _run_pointed_at(self, run_id: str) -> bool:
         sql = f"SELECT 1 FROM {self._tables}chat_sessions WHERE active_run_id = %s LIMIT 1"
         async with self._talk:
-            cur = await self._db().execute(sql, (run_id,))
+            cur = await (await self._db()).execute(sql, (run_id,))
             return await cur.fetchone() is not None
 
-    def _db(self) -> AsyncConnection[Any]:
+    async def _db(self) -> AsyncConnection[Any]:
+        """The query connection (its callers hold ``_talk``), connected again once it broke:
+        a PostgreSQL blip costs the request that met it, not every request after it."""
+        import psycopg
+
         if self._conn is None:
             raise RuntimeError("the cluster is not started")
+        if self._conn.closed or self._conn.broken:
+            logger.warning("the cluster's query connection broke; connecting again")
+            self._conn = await psycopg.AsyncConnection.connect(self.store._dsn, autocommit=True)
         return self._conn
 
     async def remote_run(self, session_id: str) -> LiveRun | None:
@@ -662,7 +669,7 @@ class Cluster:
         outbox row, from before the outbox, has only one)."""
         sql = f"SELECT attempt FROM {self._tables}lovia_run_outbox WHERE run_id = %s"
         async with self._talk:
-            cur = await self._db().execute(sql, (run_id,))
+            cur = await (await self._db()).execute(sql, (run_id,))
             row = await cur.fetchone()
         return row is None or row[0] == attempt
 
@@ -717,7 +724,7 @@ class Cluster:
             try:
                 async with self._talk:
                     for run_id, seq in batch.items():
-                        await self._db().execute(
+                        await (await self._db()).execute(
                             "SELECT pg_notify(%s, %s)", (channel, f"{run_id}:{seq}")
                         )
             except Exception:  # watchers elsewhere fall back on their poll
@@ -812,7 +819,9 @@ class Cluster:
         self._replies[request_id] = future
         try:
             async with self._talk:
-                await self._db().execute("SELECT pg_notify(%s, %s)", (self._channels["cmd"], body))
+                await (await self._db()).execute(
+                    "SELECT pg_notify(%s, %s)", (self._channels["cmd"], body)
+                )
             wait = self.command_timeout if timeout is None else timeout
             reply = await asyncio.wait_for(future, wait)
         except asyncio.TimeoutError:
@@ -848,7 +857,7 @@ class Cluster:
             reply["error"] = {"status": 409, "message": f"the command failed: {type(exc).__name__}"}
         try:
             async with self._talk:
-                await self._db().execute(
+                await (await self._db()).execute(
                     "SELECT pg_notify(%s, %s)", (self._channels["re"], json.dumps(reply))
                 )
         except Exception:  # the caller times out and answers as if no worker held the run
@@ -916,7 +925,9 @@ class Cluster:
     async def _notify_bus(self, body: str) -> None:
         try:
             async with self._talk:
-                await self._db().execute("SELECT pg_notify(%s, %s)", (self._channels["bus"], body))
+                await (await self._db()).execute(
+                    "SELECT pg_notify(%s, %s)", (self._channels["bus"], body)
+                )
         except Exception:
             logger.exception("could not relay a lifecycle event")
 
@@ -979,6 +990,6 @@ class Cluster:
             f"active_run_id FROM {self._tables}chat_sessions WHERE active_run_id IS NOT NULL)"
         )
         async with self._talk:
-            cur = await self._db().execute(sql, (time.time(),))
-            await self._db().execute(forget)  # rows of runs that need no worker any more
+            cur = await (await self._db()).execute(sql, (time.time(),))
+            await (await self._db()).execute(forget)  # rows of runs that need no worker any more
             return max(cur.rowcount, 0)
