@@ -333,3 +333,13 @@ async def test_a_worker_whose_query_connection_dropped_still_starts_runs(
         await a.supervisor.start("hi")
     started = await a.supervisor.start("hi")  # the next one, on a fresh connection
     assert [p["run_id"] for p in a.engine.sent] == [started.run.run_id]
+
+
+async def test_a_reconnect_before_the_first_checkpoint_shows_the_runs_input(
+    nodes: tuple[Node, Node],
+) -> None:
+    a, b = nodes
+    started = await a.supervisor.start("what is new?")  # queued: no checkpoint yet
+    snapshot = await b.supervisor.snapshot(started.run.session_id)
+    assert snapshot.run is not None and snapshot.run.run_id == started.run.run_id
+    assert [e.get("content") for e in snapshot.entries] == ["what is new?"]

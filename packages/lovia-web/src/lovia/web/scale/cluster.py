@@ -590,7 +590,20 @@ class Cluster:
                 break
             if entry.role == "user":
                 prompt.append(entry_to_dict(entry))
+        if snapshot is None:  # not saved yet: its input is in its outbox message
+            prompt = await self._outbox_input(meta.active_run_id)
         return LiveRun(meta.active_run_id, session_id, meta.agent, prompt=prompt)
+
+    async def _outbox_input(self, run_id: str) -> list[dict[str, Any]]:
+        """The input a run was dispatched with (its user entries), from its outbox row."""
+        sql = f"SELECT payload FROM {self._tables}lovia_run_outbox WHERE run_id = %s"
+        async with self._talk:
+            cur = await (await self._db()).execute(sql, (run_id,))
+            row = await cur.fetchone()
+        if row is None:
+            return []
+        entries = json.loads(row[0]).get("input") or []
+        return [e for e in entries if isinstance(e, dict) and e.get("role") == "user"]
 
     # -- running what the engine hands over ---------------------------------------------------
 
