@@ -118,6 +118,12 @@ async def test_chats_spread_and_commands_reach_the_worker_holding_the_run(
         sid, call_id = frames[0].data["session_id"], frames[-1].data["call_id"]
         owner = await workers.owner(sid)
         stranger = _other(workers, owner)
+        # A reconnect through that worker shows the pending approval in its snapshot.
+        async with client.stream(
+            "POST", f"{stranger.url}/api/chat/reconnect", params={"session_id": sid}
+        ) as again_r:
+            snapshot = (await Frames(again_r).until("snapshot"))[-1]
+        assert snapshot.data["pending_approvals"] == [call_id]
         body = {"session_id": sid, "call_id": call_id, "decision": "approve"}
         decided = await client.post(f"{stranger.url}/api/chat/approve", json=body)
         assert decided.status_code == 200, decided.text

@@ -421,6 +421,24 @@ class Cluster:
         await self._forget_outbox(run_id)
         return run_id
 
+    async def pending_state(self, session_id: str, run_id: str) -> dict[str, Any] | None:
+        """What the chat's run waits on (approvals, a question), asked of the worker holding
+        it; ``None`` when no worker holds it (queued, or between workers: it waits on
+        nothing then) or none answers within a second (a reconnect does not wait longer)."""
+        if not await self._held(run_id):
+            return None
+        try:
+            return await self.call(session_id, "pending", timeout=min(1.0, self.command_timeout))
+        except WebError:
+            return None
+
+    async def _held(self, run_id: str) -> bool:
+        """Whether a worker (this one included) holds the run's take lock right now."""
+        if not await self._try_take(run_id):
+            return True
+        await self._untake(run_id)
+        return False
+
     async def stop_everywhere(self) -> None:
         """Stop every run of this deployment that lives on another worker, and wait for
         each to end (every chat is being deleted)."""
@@ -889,6 +907,10 @@ class Cluster:
             content = entry.content
             live.mailbox.push(content if isinstance(content, str) else list(content))
             return {"run_id": live.run_id}
+        if op == "pending":
+            from ..routes.chat import pending_state  # lazily: a route module pulls in FastAPI
+
+            return pending_state(sup, session_id)
         if op == "inject":
             return {"id": sup.inject(session_id, str(args["message"])), "run_id": live.run_id}
         if op == "uninject":
