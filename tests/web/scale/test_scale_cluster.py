@@ -343,3 +343,29 @@ async def test_a_reconnect_before_the_first_checkpoint_shows_the_runs_input(
     snapshot = await b.supervisor.snapshot(started.run.session_id)
     assert snapshot.run is not None and snapshot.run.run_id == started.run.run_id
     assert [e.get("content") for e in snapshot.entries] == ["what is new?"]
+
+
+async def test_a_remote_watcher_gets_the_done_logged_just_after_the_chat_was_freed(
+    nodes: tuple[Node, Node],
+) -> None:
+    a, b = nodes
+    started = await a.supervisor.start("hi")
+    sid, run_id = started.run.session_id, started.run.run_id
+    freed_seen = asyncio.Event()
+    pointed_at = b.cluster._run_pointed_at
+
+    async def spy(run: str) -> bool:
+        found = await pointed_at(run)
+        if not found:
+            freed_seen.set()
+        return found
+
+    b.cluster._run_pointed_at = spy  # type: ignore[method-assign,assignment]
+    watched = asyncio.create_task(_collect(b.supervisor.follow(run_id)))
+    # A finishing run frees its chat first, then logs its done (so a client that saw done
+    # can start the next run): a watcher that looks in between must not stop there.
+    await a.store.set_active_run(sid, None, expected=run_id)
+    await asyncio.wait_for(freed_seen.wait(), 5)
+    await a.store.append_events(sid, [EventRecord(run_id, 1, "done", {"status": "completed"})])
+    records = await asyncio.wait_for(watched, 10)
+    assert [r.type for r in records] == ["done"]

@@ -97,6 +97,7 @@ class Cluster:
         lease_wait: float = 30.0,
         heal_after: float = 5.0,
         stop_timeout: float = 15.0,
+        end_grace: float = 2.0,
     ) -> None:
         from ..store.postgres import PostgresChatStore
 
@@ -113,6 +114,8 @@ class Cluster:
         self.lease_wait = lease_wait
         self.heal_after = heal_after
         self.stop_timeout = stop_timeout
+        self.end_grace = end_grace
+        """How long a watcher reads on once the run freed its chat, for its ``done``."""
         """How long a delete waits for a run on another worker to end (its supervisor
         gives a run 10 s to stop cooperatively before cancelling it)."""
         self.supervisor: RunSupervisor | None = None
@@ -790,6 +793,7 @@ class Cluster:
         self._waiters.setdefault(run_id, set()).add(wake)
         loop = asyncio.get_running_loop()
         next_heal = loop.time() + self.heal_after
+        ending_at: float | None = None
         try:
             while True:
                 wake.clear()  # before the read: a notification during it reads again
@@ -806,10 +810,15 @@ class Cluster:
                 try:
                     await asyncio.wait_for(wake.wait(), self.poll)
                 except asyncio.TimeoutError:
+                    if ending_at is not None:
+                        if loop.time() > ending_at:
+                            return  # freed, no done: it never ran, or died at its very end
+                        continue
                     if not await self._run_pointed_at(run_id):
-                        for record in await self.store.read_events(run_id, after=after):
-                            yield record
-                        return
+                        # A finishing run frees its chat just before it logs its done:
+                        # read on for a moment rather than stop in between.
+                        ending_at = loop.time() + self.end_grace
+                        continue
                     if loop.time() > next_heal:  # a client waits on it: is it lost?
                         next_heal = loop.time() + self.heal_after
                         await self.heal(run_id=run_id)
