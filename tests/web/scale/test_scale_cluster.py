@@ -369,3 +369,17 @@ async def test_a_remote_watcher_gets_the_done_logged_just_after_the_chat_was_fre
     await a.store.append_events(sid, [EventRecord(run_id, 1, "done", {"status": "completed"})])
     records = await asyncio.wait_for(watched, 10)
     assert [r.type for r in records] == ["done"]
+
+
+async def test_a_schedules_fire_still_queued_counts_as_running(nodes: tuple[Node, Node]) -> None:
+    from types import SimpleNamespace
+
+    from lovia.web.scheduling import Scheduler
+
+    a, b = nodes
+    started = await a.supervisor.start("fired")  # queued: no worker took it, no run record
+    scheduler = Scheduler(b.store, b.supervisor)
+    previous = cast(Any, SimpleNamespace(last_session_id=started.run.session_id))
+    assert await scheduler._fire_live(previous)  # the next fire is skipped, not overlapped
+    await a.supervisor.clear_stranded(started.run.session_id)
+    assert not await scheduler._fire_live(previous)
