@@ -383,3 +383,17 @@ async def test_a_schedules_fire_still_queued_counts_as_running(nodes: tuple[Node
     assert await scheduler._fire_live(previous)  # the next fire is skipped, not overlapped
     await a.supervisor.clear_stranded(started.run.session_id)
     assert not await scheduler._fire_live(previous)
+
+
+async def test_a_message_to_a_chat_whose_run_was_lost_publishes_it_again(
+    nodes: tuple[Node, Node],
+) -> None:
+    a, b = nodes
+    a.engine.dies = True
+    with pytest.raises(asyncio.CancelledError):
+        await a.supervisor.start("hi", session_id="lost-run")
+    b.cluster.heal_after = 0.0
+    with pytest.raises(RunConflict):  # no worker holds it: the sender is told to retry ...
+        await b.supervisor.start("anyone there?", session_id="lost-run")
+    (healed,) = b.engine.sent  # ... and the lost run is on its way to a worker again
+    assert healed["session_id"] == "lost-run" and healed["attempt"] == 1

@@ -279,6 +279,7 @@ class Cluster:
                     if found.active_run_id != run_id:  # it ended while we asked: start anew
                         meta = found
                         continue
+                    await self.heal(session_id=sid)  # its worker may have died unpublished
                     raise RunConflict(
                         f"session {sid!r} has a run no worker holds right now",
                         hint="it waits for a free worker, or moves after a worker died: "
