@@ -24,8 +24,8 @@ What it adds to a ``RunSupervisor`` (which stays the only thing that runs a run)
   on a connection of its own) from taking a delivery until the run ends there. A claimed run
   whose message was never marked published ``heal_after`` seconds after its claim, and whose
   take lock is free, is published again (its ``attempt`` bumped, so a copy that did reach the
-  broker is dropped when taken): at a worker's start, when a client re-attaches to its chat,
-  and while a client waits on it. So a worker that dies between the claim and the publish
+  broker is dropped when taken): at a worker's start, when a client re-attaches to its chat
+  or sends it a message, and while a client waits on it. So a worker that dies between the claim and the publish
   costs its run a pause, not the run.
 
 The notification channels are named after the store's schema, so deployments sharing one
