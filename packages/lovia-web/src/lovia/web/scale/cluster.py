@@ -25,8 +25,8 @@ What it adds to a ``RunSupervisor`` (which stays the only thing that runs a run)
   whose message was never marked published ``heal_after`` seconds after its claim, and whose
   take lock is free, is published again (its ``attempt`` bumped, so a copy that did reach the
   broker is dropped when taken): at a worker's start, when a client re-attaches to its chat
-  or sends it a message, and while a client waits on it. So a worker that dies between the claim and the publish
-  costs its run a pause, not the run.
+  or sends it a message, and while a client waits on it. So a worker that dies between the
+  claim and the publish costs its run a pause, not the run.
 
 The notification channels are named after the store's schema, so deployments sharing one
 database in different schemas never hear each other. Payloads stay under PostgreSQL's
@@ -114,10 +114,10 @@ class Cluster:
         self.lease_wait = lease_wait
         self.heal_after = heal_after
         self.stop_timeout = stop_timeout
-        self.end_grace = end_grace
-        """How long a watcher reads on once the run freed its chat, for its ``done``."""
         """How long a delete waits for a run on another worker to end (its supervisor
         gives a run 10 s to stop cooperatively before cancelling it)."""
+        self.end_grace = end_grace
+        """How long a watcher reads on once the run freed its chat, for its ``done``."""
         self.supervisor: RunSupervisor | None = None
         self.bus: LifecycleBus | None = None
         tag = hashlib.sha1((store.schema or "").encode()).hexdigest()[:16]
