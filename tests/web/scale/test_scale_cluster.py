@@ -397,3 +397,29 @@ async def test_a_message_to_a_chat_whose_run_was_lost_publishes_it_again(
         await b.supervisor.start("anyone there?", session_id="lost-run")
     (healed,) = b.engine.sent  # ... and the lost run is on its way to a worker again
     assert healed["session_id"] == "lost-run" and healed["attempt"] == 1
+
+
+async def test_a_long_answer_from_the_worker_holding_the_run_still_arrives(
+    nodes: tuple[Node, Node],
+) -> None:
+    a, b = nodes
+    model = GatedModel()
+    b.supervisor.agents["helper"] = Agent(name="helper", model=model)
+    started = await a.supervisor.start("hi")
+    (payload,) = a.engine.sent
+    running = asyncio.create_task(b.cluster.execute(payload))
+    await asyncio.wait_for(model.entered.wait(), 10)
+    # An answered ask_human question comes back with its text: it may be long.
+    question = "Which of these should I deploy? " + "a very long option list. " * 600
+
+    def answered(*args: Any) -> dict[str, Any]:
+        return {"answered": True, "question_id": "q1", "question": question}
+
+    b.cluster._command = answered  # type: ignore[method-assign,assignment]
+    began = time.monotonic()
+    reply = await a.cluster.call(started.run.session_id, "answer", answer="the first")
+    assert time.monotonic() - began < a.cluster.command_timeout  # answered, not silence
+    assert reply is not None and reply["answered"] is True and reply["question_id"] == "q1"
+    assert question.startswith(reply["question"].removesuffix(" ..."))
+    model.gate.set()
+    await asyncio.wait_for(running, 10)

@@ -79,6 +79,41 @@ class EngineUnavailable(WebError):
     status = 503
 
 
+_MIN_KEEP = 64
+"""No string of a reply is cut shorter than this (ids stay whole)."""
+
+
+def _fit(reply: dict[str, Any]) -> str:
+    """``reply`` as JSON under NOTIFY's limit: its longest strings shortened if need be (a
+    question's text, say; they only inform), else a refusal: the caller must not mistake a
+    reply too large to send for no worker holding the run."""
+    text = json.dumps(reply)
+    if len(text.encode()) <= _MAX_PAYLOAD:
+        return text
+    lo, hi = _MIN_KEEP, len(text)  # the longest strings may keep, found by halving
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if len(json.dumps(_shortened(reply, mid)).encode()) <= _MAX_PAYLOAD:
+            lo = mid
+        else:
+            hi = mid - 1
+    fitted = json.dumps(_shortened(reply, lo))
+    if len(fitted.encode()) <= _MAX_PAYLOAD:
+        return fitted
+    refusal = {"status": 409, "message": "the reply is too large to route between workers"}
+    return json.dumps({"id": reply.get("id"), "error": refusal})
+
+
+def _shortened(value: Any, keep: int) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= keep else value[:keep] + " ..."
+    if isinstance(value, dict):
+        return {k: _shortened(v, keep) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shortened(v, keep) for v in value]
+    return value
+
+
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -899,7 +934,7 @@ class Cluster:
         try:
             async with self._talk:
                 await (await self._db()).execute(
-                    "SELECT pg_notify(%s, %s)", (self._channels["re"], json.dumps(reply))
+                    "SELECT pg_notify(%s, %s)", (self._channels["re"], _fit(reply))
                 )
         except Exception:  # the caller times out and answers as if no worker held the run
             logger.exception("could not reply to command %s", body.get("op"))
