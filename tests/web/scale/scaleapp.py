@@ -8,12 +8,14 @@ picks its reply from the conversation so far, and any worker continues any chat.
 A message holding ``tool`` calls ``note`` (appends to ``note.log``, so a test sees it never
 ran twice) and then ``block`` (appends to ``entered.log`` and waits until a ``release`` file
 exists); ``gate`` calls ``gated``, which needs an approval; ``quick`` calls ``quick``;
-anything else is answered at once.
+anything else is answered at once. The first
+message holding ``die-before-publish`` kills its worker between the claim and the publish.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -89,7 +91,19 @@ def agent() -> Agent[Any]:
 
 def build() -> FastAPI:
     engine = RunEngine(os.environ["LOVIA_SCALE_BROKER"], queue=os.environ["LOVIA_SCALE_QUEUE"])
-    return create_app(
+    publish = engine.dispatch
+
+    async def dispatch(payload: dict[str, Any]) -> None:
+        # The fault hook: the first message holding "die-before-publish" kills this worker
+        # after it claimed the chat and before the run reaches the broker.
+        if "die-before-publish" in str(payload["input"]):
+            with contextlib.suppress(FileExistsError):
+                (Path(os.environ["LOVIA_SCALE_DIR"]) / "died").touch(exist_ok=False)
+                os._exit(17)
+        await publish(payload)
+
+    engine.dispatch = dispatch  # type: ignore[method-assign]
+    app = create_app(
         agent(),
         # three workers beside other tests' stores: a small pool each
         store=PostgresChatStore(os.environ["LOVIA_SCALE_DB"], max_connections=4),
@@ -98,6 +112,9 @@ def build() -> FastAPI:
         scheduler_poll=float(os.environ.get("LOVIA_SCALE_SCHEDULER_POLL", "0.2")),
         max_background_runs=int(os.environ.get("LOVIA_SCALE_SLOTS", "8")),
     )
+    cluster = app.state.lovia.supervisor.cluster
+    cluster.heal_after = float(os.environ.get("LOVIA_SCALE_HEAL_AFTER", "0.5"))
+    return app
 
 
 def build_with_probe() -> FastAPI:

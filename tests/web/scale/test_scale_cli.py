@@ -18,6 +18,7 @@ from tests.support import free_port, port_open, require
 
 from .conftest import BROKER, ROOT, poll
 
+PG = "postgresql://u@127.0.0.1/db"
 AMQP = "amqp://guest:guest@127.0.0.1:5672//"
 
 
@@ -41,6 +42,10 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         (["--broker", AMQP], "PostgreSQL"),
         (["--workers", "2", "--db", "postgresql://u@127.0.0.1/db"], "--broker"),
         (["--workers", "0"], "--workers must be at least 1"),
+        # refused before any worker starts (or any "serving at" is printed)
+        (["--db", PG, "--broker", "redis://127.0.0.1:6379/0"], "RabbitMQ"),
+        (["--workers", "2", "--db", PG, "--broker", "http://127.0.0.1:5672"], "amqp://"),
+        (["--workers", "2", "--db", PG, "--broker", "amqp://guest:guest@127.0.0.1:1//"], "reach"),
     ],
 )
 def test_several_workers_need_postgres_and_a_broker(
@@ -52,13 +57,15 @@ def test_several_workers_need_postgres_and_a_broker(
 ) -> None:
     served: list[object] = []
     monkeypatch.setattr(cli, "serve_app", lambda *a, **k: served.append(a))
+    monkeypatch.setattr(cli, "_run_workers", lambda *a, **k: served.append(a))
     try:
         code = cli.main(["--app", "tests.web.scale.scaleapp:agent", *argv], "lovia web")
     except SystemExit as exc:  # argparse's own errors
         code = int(exc.code or 0)
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert code == 2, err
     assert needle in err
+    assert "serving at" not in out
     assert "hint:" in err or "--help" in err
     assert not served
 
@@ -77,6 +84,7 @@ def test_a_broker_makes_the_server_a_worker(
     pg_dsn: str,
     pg_schema: str,
 ) -> None:
+    require(port_open("127.0.0.1", 5672), "no RabbitMQ at 127.0.0.1:5672 (the run engine)")
     seen: dict[str, object] = {}
     monkeypatch.setattr(cli, "serve_app", lambda target, **options: seen.update(options))
     db = f"{pg_dsn}?schema={pg_schema}"

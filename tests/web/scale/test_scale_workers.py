@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,12 @@ async def test_chats_spread_and_commands_reach_the_worker_holding_the_run(
         sid, call_id = frames[0].data["session_id"], frames[-1].data["call_id"]
         owner = await workers.owner(sid)
         stranger = _other(workers, owner)
+        # A reconnect through that worker shows the pending approval in its snapshot.
+        async with client.stream(
+            "POST", f"{stranger.url}/api/chat/reconnect", params={"session_id": sid}
+        ) as again_r:
+            snapshot = (await Frames(again_r).until("snapshot"))[-1]
+        assert snapshot.data["pending_approvals"] == [call_id]
         body = {"session_id": sid, "call_id": call_id, "decision": "approve"}
         decided = await client.post(f"{stranger.url}/api/chat/approve", json=body)
         assert decided.status_code == 200, decided.text
@@ -280,3 +287,59 @@ async def test_a_worker_stopped_gracefully_hands_its_run_to_another(
     ids = [int(f.id or "") for f in frames[1:]]
     assert ids == list(range(1, len(ids) + 1))
     assert len(_lines(tmp_path / "note.log")) == 1
+
+
+async def test_a_worker_dead_between_claim_and_publish_leaves_no_hanging_run(
+    workers: Workers, tmp_path: Path
+) -> None:
+    pool = await workers.start(2)
+    sid = f"claimed-{uuid.uuid4().hex[:8]}"
+    body = {"message": "quick die-before-publish", "session_id": sid}
+    async with httpx.AsyncClient(base_url=pool[0].url, timeout=30) as client:
+        with pytest.raises(httpx.TransportError):  # the worker died with the request
+            await client.post("/api/chat/stream", json=body)
+    assert pool[0].proc.wait(10) == 17  # the fault hook, after the claim
+    # The client re-attaches through the other worker: the run nobody published is
+    # published again, runs there, and streams back.
+    async with (
+        httpx.AsyncClient(base_url=pool[1].url, timeout=30) as client,
+        client.stream("POST", "/api/chat/reconnect", params={"session_id": sid}) as r,
+    ):
+        assert r.status_code == 200, await r.aread()
+        frames = await Frames(r).until("done")
+    assert frames[1].event == "snapshot" and frames[1].data["run_id"] is not None
+    assert frames[-1].data["status"] == "completed"
+    assert frames[-1].data["output"] == "finished quick"
+    ids = [int(f.id or "") for f in frames[2:]]
+    assert ids == list(range(1, len(ids) + 1))
+    assert _lines(tmp_path / "quick.log") == [str(pool[1].proc.pid)]  # once, there
+
+
+async def test_deleting_every_chat_through_any_worker_stops_the_runs_of_all(
+    workers: Workers,
+) -> None:
+    await workers.start(2)
+    async with httpx.AsyncClient(timeout=30) as client:
+        streams = []
+        for worker in workers.workers:  # one blocked run per worker, wherever it runs
+            async with client.stream(
+                "POST", f"{worker.url}/api/chat/stream", json={"message": "tool"}
+            ) as r:
+                frames = await Frames(r).until("session")
+            streams.append(frames[0].data["session_id"])
+        owners = [await workers.owner(sid) for sid in streams]
+        receiver = _other(workers, owners[0])  # at least one run lives elsewhere
+        deleted = await client.delete(f"{receiver.url}/api/sessions")
+        assert deleted.status_code == 200, deleted.text
+        assert set(streams) <= set(deleted.json()["deleted"])
+        for owner in owners:  # the runs were stopped (each had ended when it answered)
+
+            async def idle(owner: Worker = owner) -> bool:
+                live = (await client.get(f"{owner.url}/test/live")).json()
+                return bool(live["sessions"] == [])
+
+            await poll(idle, "the runs to be gone", 5)
+        for sid in streams:
+            for worker in workers.workers:
+                gone = await client.get(f"{worker.url}/api/sessions/{sid}")
+                assert gone.status_code == 404

@@ -648,6 +648,11 @@ def _check_scale(settings: Settings, postgres: bool) -> None:
             "several workers need the run engine's message broker",
             hint="pass --broker amqp://guest:guest@127.0.0.1:5672// (RabbitMQ; or LOVIA_BROKER)",
         )
+    if settings.broker:  # here, not in each worker after its banner
+        from .scale.engine import check_broker_url, probe_broker
+
+        check_broker_url(settings.broker)
+        probe_broker(settings.broker)
 
 
 def _scale_options(settings: Settings, fd: str | None) -> dict[str, Any]:

@@ -914,7 +914,12 @@ class Scheduler:
         if meta is None or meta.active_run_id is None:
             return False
         records = await self.store.list_runs(session_id=previous, limit=5)
-        return any(r.run_id == meta.active_run_id and r.status == "running" for r in records)
+        mine = [r for r in records if r.run_id == meta.active_run_id]
+        if not mine and self.supervisor.cluster is not None:
+            # Several workers: a run is recorded when a worker takes it, so a pointer with
+            # no record is a fire still waiting in the engine's queue.
+            return True
+        return any(r.status == "running" for r in mine)
 
     async def _launch(self, s: Schedule, target: str | None) -> Fired:
         session_id = target or uuid4().hex

@@ -363,6 +363,9 @@ class RunSupervisor:
         if live is not None or session_id in self._blocking:
             return live
         if self.cluster is not None:  # the engine resumes it; this worker only watches
+            # A client re-attaches: if the run's worker died before publishing it, it is
+            # published again now (``Cluster.heal``), so the run does not hang.
+            await self.cluster.heal(session_id=session_id)
             return await self.cluster.remote_run(session_id)
         # One resume of a chat at a time in this process: concurrent reconnects wait and then
         # find the run live, instead of colliding on the run's lease probe below.
@@ -808,6 +811,8 @@ class RunSupervisor:
         join the session, as a cancel's would); returns its id, ``None`` if there is none."""
         if self.busy(session_id):
             return None
+        if self.cluster is not None:  # another worker may be taking the run right now
+            return await self.cluster.clear_stranded(session_id)
         meta = await self.store.get_session(session_id)
         if meta is None or meta.active_run_id is None:
             return None

@@ -42,6 +42,7 @@ __all__ = [
     "cancel",
     "chat",
     "inject",
+    "pending_state",
     "reconnect",
     "resume_stream",
     "router",
@@ -89,25 +90,37 @@ async def _frames(
     attached: bool,
     after: int,
     snapshot: Snapshot | None = None,
+    pending: dict[str, Any] | None = None,
 ) -> AsyncIterator[ServerSentEvent]:
     yield session_frame(session_id=session_id, run_id=run_id, attached=attached, after=after)
     if snapshot is not None:
-        yield snapshot_frame(_snapshot_data(supervisor, snapshot))
+        yield snapshot_frame(_snapshot_data(supervisor, snapshot, pending))
     if run_id is not None:
         async for record in supervisor.follow(run_id, after=after):
             yield sse_frame(record)
 
 
-def _snapshot_data(supervisor: RunSupervisor, snapshot: Snapshot) -> dict[str, Any]:
+def _snapshot_data(
+    supervisor: RunSupervisor, snapshot: Snapshot, pending: dict[str, Any] | None = None
+) -> dict[str, Any]:
     run = snapshot.run
     data: dict[str, Any] = {
         "session_id": snapshot.session_id,
         "run_id": run.run_id if run is not None else None,
         "entries": snapshot.entries,
-        "pending_approvals": supervisor.approvals.pending(snapshot.session_id),
+    }
+    data.update(pending if pending is not None else pending_state(supervisor, snapshot.session_id))
+    return data
+
+
+def pending_state(supervisor: RunSupervisor, session_id: str) -> dict[str, Any]:
+    """What the chat's run waits on in this process: approvals and a question (a snapshot's
+    part that only the worker holding the run knows)."""
+    data: dict[str, Any] = {
+        "pending_approvals": supervisor.approvals.pending(session_id),
         "pending_question": None,
     }
-    question = supervisor.questions.pending(snapshot.session_id) if supervisor.questions else None
+    question = supervisor.questions.pending(session_id) if supervisor.questions else None
     if question is not None:
         data["pending_question"] = {
             "id": question.id,
@@ -228,6 +241,11 @@ async def reconnect(
         raise NotFound(f"unknown session {session_id!r}")
     snapshot = await state.supervisor.snapshot(session_id)
     run_id = snapshot.run.run_id if snapshot.run is not None else None
+    pending = None
+    cluster = state.supervisor.cluster
+    if cluster is not None and run_id is not None and state.supervisor.live(session_id) is None:
+        # the run lives on another worker: only that worker knows what it waits on
+        pending = await cluster.pending_state(session_id, run_id)
     frames = _frames(
         state.supervisor,
         session_id=session_id,
@@ -235,6 +253,7 @@ async def reconnect(
         attached=True,
         after=0,
         snapshot=snapshot,
+        pending=pending,
     )
     return EventSourceResponse(frames, ping=_PING_SECONDS)
 

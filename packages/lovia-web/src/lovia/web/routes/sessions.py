@@ -169,8 +169,11 @@ async def list_sessions(
 @router.delete("", response_model=DeletedSessions, responses=_ERRORS)
 async def delete_all_sessions(state: State) -> DeletedSessions:
     """Stop every live run (waiting for each to end), then delete every chat."""
+    cluster = state.supervisor.cluster
     await asyncio.gather(
-        *(state.supervisor.stop(r.session_id) for r in state.supervisor.live_runs())
+        *(state.supervisor.stop(r.session_id) for r in state.supervisor.live_runs()),
+        # several workers: the runs the others hold too
+        *([cluster.stop_everywhere()] if cluster is not None else []),
     )
     deleted = await state.store.delete_all_sessions()
     # A run that started while the others were stopping has lost its chat: stop it too, and

@@ -27,7 +27,7 @@ from typing import Any
 
 from lovia.exceptions import UserError, install_hint
 
-__all__ = ["RunEngine", "RunRejected"]
+__all__ = ["RunEngine", "RunRejected", "check_broker_url", "probe_broker"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +58,44 @@ def _noop() -> None:
     return None
 
 
+def check_broker_url(broker: str) -> None:
+    """``UserError`` (with a hint) unless ``broker`` is a RabbitMQ URL: a command line checks
+    it before it starts any worker."""
+    scheme = broker.split("://", 1)[0].lower() if "://" in broker else ""
+    if scheme in ("redis", "rediss", "sentinel"):
+        # Celery on Redis hands a dead worker's task on only after its visibility
+        # timeout (an hour by default), and hands a run longer than that out twice.
+        raise UserError(
+            "the run engine needs RabbitMQ: Redis cannot notice a dead worker",
+            hint="pass amqp://user:password@host:5672// (see docs/web-scale.md)",
+        )
+    if scheme not in ("amqp", "amqps", "pyamqp"):
+        raise UserError(
+            f"unsupported broker URL scheme {scheme!r}",
+            hint="pass amqp://user:password@host:5672// (RabbitMQ)",
+        )
+
+
+def probe_broker(broker: str, *, timeout: float = 5.0) -> None:
+    """``UserError`` (with a hint) unless the broker at ``broker`` takes a connection within
+    ``timeout`` seconds: a command line checks it before it starts any worker, rather than
+    each worker waiting for it and failing its startup."""
+    try:
+        from kombu.connection import Connection
+    except ImportError:  # Celery's transport library: the scale extra
+        raise UserError("scale-out needs Celery", hint=install_hint("lovia-web", "scale")) from None
+
+    where = broker.rsplit("@", 1)[-1]
+    try:
+        with Connection(broker, connect_timeout=timeout) as conn:  # type: ignore[no-untyped-call]
+            conn.connect()
+    except Exception as exc:  # noqa: BLE001 -- sockets, AMQP refusals: no common base
+        raise UserError(
+            f"cannot reach the message broker at {where}: {type(exc).__name__}: {exc}",
+            hint="start RabbitMQ, or check --broker (LOVIA_BROKER): user, password and port",
+        ) from None
+
+
 class RunRejected(Exception):
     """Raised by a task handler: give the task back to the broker for another worker."""
 
@@ -77,19 +115,7 @@ class RunEngine:
     def __init__(self, broker: str, *, queue: str = "lovia-runs", concurrency: int = 8) -> None:
         if importlib.util.find_spec("celery") is None:
             raise UserError("scale-out needs Celery", hint=install_hint("lovia-web", "scale"))
-        scheme = broker.split("://", 1)[0].lower() if "://" in broker else ""
-        if scheme in ("redis", "rediss", "sentinel"):
-            # Celery on Redis hands a dead worker's task on only after its visibility
-            # timeout (an hour by default), and hands a run longer than that out twice.
-            raise UserError(
-                "the run engine needs RabbitMQ: Redis cannot notice a dead worker",
-                hint="pass amqp://user:password@host:5672// (see docs/web-scale.md)",
-            )
-        if scheme not in ("amqp", "amqps", "pyamqp"):
-            raise UserError(
-                f"unsupported broker URL scheme {scheme!r}",
-                hint="pass amqp://user:password@host:5672// (RabbitMQ)",
-            )
+        check_broker_url(broker)
         if concurrency < 1:
             raise UserError(
                 f"concurrency must be >= 1, got {concurrency}",
