@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 from lovia import Agent
 from lovia.budget import RunBudget
+from lovia.events import TextDelta
 from lovia.exceptions import ProviderError
 from lovia.plugins.todo import Todo
+from lovia.providers.base import FinishDelta, ModelDelta
 from lovia.testing import ScriptedProvider, call, text
 from lovia.web import ChatStore, RunSupervisor
 
@@ -160,3 +164,43 @@ async def test_deleting_a_chat_mid_run_leaves_no_orphan_transcript(
     assert await store.session.load(sid) == []
     assert await store.get_session(sid) is None
     assert await store.checkpointer.load(started.run.run_id) is None
+
+
+class _EndlessAnswer:
+    """A model that streams the start of an answer and then never sends another byte."""
+
+    name = "endless"
+    model = "endless-model"
+    supports_json_schema = False
+
+    def __init__(self) -> None:
+        self.closed = asyncio.Event()
+
+    async def stream(self, entries: Any, **_: Any) -> AsyncIterator[ModelDelta]:
+        try:
+            yield TextDelta("The answer is")
+            await asyncio.Event().wait()  # the model goes quiet; only the cancel ends this
+            yield FinishDelta("stop")
+        finally:
+            self.closed.set()
+
+
+async def test_cancel_during_a_streaming_answer_ends_the_run_without_waiting_for_the_model(
+    make_app: Any, serve: Any
+) -> None:
+    model = _EndlessAnswer()
+    server = await serve(make_app(Agent(name="helper", model=model)))
+    async with chat(server.client, "go") as (session, frames):
+        seen = await until(frames, "text_delta")
+        assert seen[-1].data == {"delta": "The answer is"}
+        sid = session.data["session_id"]
+        answer = await server.client.post("/api/chat/cancel", params={"session_id": sid})
+        assert answer.status_code == 200
+        rest = await asyncio.wait_for(until(frames, "done"), 5.0)
+    assert rest[-2].event == "error" and rest[-2].data["type"] == "RunCancelled"
+    assert rest[-1].data == {"status": "cancelled"}
+    assert model.closed.is_set()  # the model's stream was closed, not left to time out
+    # The cut-off answer is not a completed reply, so the chat keeps only the user's message.
+    detail = (await server.client.get(f"/api/sessions/{sid}")).json()
+    assert [e["type"] for e in detail["entries"]] == ["input"]
+    assert detail["active_run_id"] is None and detail["live"] is False

@@ -20,13 +20,29 @@ an error propagate, as does a non-retryable one. ``ContextOverflowError`` is nev
 blindly: the context policy gets one reactive chance (``on_overflow``) and the call is
 retried once only if the policy produced a new view and nothing had been forwarded.
 Retries add no turns.
+
+Cancellation: while the provider streams, the turn has a one-shot callback on the run's
+``CancelToken`` (nothing is checked per delta). When the token fires, the task consuming
+the stream is cancelled, but only while it waits inside the provider's stream (the
+generator is running, i.e. suspended at the provider's await): while the consumer holds a
+delta, or a hook runs, a task cancel would land in their code, so the turn looks again
+until the consumer hands control back. That ``CancelledError`` (only ours: on 3.11+ the
+task's cancel request is withdrawn with ``uncancel()``, and another pending request, an
+outer ``asyncio.timeout()`` say, keeps it a ``CancelledError``) closes the provider stream
+and becomes ``RunCancelled``, as a cancel between turns does; the cut-off reply is dropped,
+like one cut off by an error. The consuming task is the one that started the call (a
+``RunHandle`` is iterated by one task).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import sys
 import time
+import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from types import AsyncGeneratorType
 from typing import TYPE_CHECKING, Any
 
 from ..events import Event, OutputDiscarded, ReasoningDelta, TextDelta
@@ -52,6 +68,16 @@ if TYPE_CHECKING:
 __all__ = ["ModelTurn", "TurnAssembly", "unique_call_id"]
 
 _log = logging.getLogger("lovia.runtime")
+
+_UNCANCEL = sys.version_info >= (3, 11)
+"""``Task.cancelling()``/``uncancel()`` exist: our cancel request can be told from others."""
+_INTERRUPT = "lovia: the run's cancel token fired during a model call"
+"""The message of our task cancel (on 3.10, how our ``CancelledError`` is recognised)."""
+_SPIN_SECONDS = 0.1
+"""How long after a cancel the turn looks at every loop iteration for the consumer to hand
+back control (then every ``_POLL_SECONDS``, so a consumer that never resumes costs no busy
+loop)."""
+_POLL_SECONDS = 0.05
 
 OverflowHandler = Callable[[ContextOverflowError], Awaitable["Sequence[TranscriptEntry] | None"]]
 """Asks the context policy for a smaller view; ``None`` when it made no new decision."""
@@ -193,6 +219,11 @@ class ModelTurn:
     """One model call with its retries; iterate ``stream()``, then read ``assembly``."""
 
     __slots__ = (
+        "__weakref__",
+        "_agen",
+        "_fired",
+        "_since",
+        "_task",
         "assembly",
         "on_overflow",
         "provider",
@@ -231,9 +262,24 @@ class ModelTurn:
         self.turn = turn
         self.on_overflow = on_overflow
         self.assembly: TurnAssembly
+        self._agen: AsyncGenerator[Event, None] | None = None
+        self._task: asyncio.Task[Any] | None = None
+        """The task consuming the stream while a cancel may interrupt it (else ``None``)."""
+        self._fired = False
+        """Whether we cancelled ``_task`` and its ``CancelledError`` is still to come."""
+        self._since: float | None = None
 
-    async def stream(self) -> AsyncGenerator[Event, None]:
+    def stream(self) -> AsyncGenerator[Event, None]:
         """Yield the forwarded deltas (and ``OutputDiscarded`` on a restart).
+
+        The generator is kept: a cancel tells from it whether its consumer waits inside
+        the provider's stream (see the module docstring).
+        """
+        agen = self._agen = self._stream()
+        return agen
+
+    async def _stream(self) -> AsyncGenerator[Event, None]:
+        """``stream()``'s generator.
 
         The provider loop is inlined here (not a helper generator): every generator layer
         costs about 0.15 us per delta, and deltas are the hot path.
@@ -258,6 +304,10 @@ class ModelTurn:
                         response_format=self.response_format,
                         settings=self.settings,
                     )
+                    # Armed for the provider's stream only: once per call, not per delta.
+                    self._task = task = asyncio.current_task()
+                    on_cancel = self._on_cancel
+                    self.token.add_callback(on_cancel)
                     try:
                         async for delta in stream:
                             kind = type(delta)
@@ -271,8 +321,17 @@ class ModelTurn:
                                 yield delta  # type: ignore[misc]  # ReasoningDelta is an Event
                             else:
                                 feed(delta)
+                    except asyncio.CancelledError as exc:
+                        if self._fired and self._ours(task, exc):
+                            self.token.check()  # raises RunCancelled (the token has fired)
+                        raise
                     finally:
-                        # An abandoned or failed stream still releases its connection.
+                        self.token.remove_callback(on_cancel)
+                        self._task = None
+                        if self._fired:  # the provider turned our cancel into something else
+                            self._withdraw(task)
+                        # An abandoned, failed or cancelled stream still releases its
+                        # connection (for an HTTP adapter, the vendor stops generating).
                         close = getattr(stream, "aclose", None)
                         if close is not None:
                             await close()
@@ -300,6 +359,32 @@ class ModelTurn:
                 assert self.retry is not None
                 await self.retry.backoff(attempt, exc, self.token)
 
+    def _on_cancel(self) -> None:
+        """The token fired (in any thread): look at the consumer from its loop."""
+        task = self._task
+        if task is None:
+            return
+        try:
+            task.get_loop().call_soon_threadsafe(_interrupt, weakref.ref(self))
+        except RuntimeError:  # the loop is closed: nothing runs there to interrupt
+            pass
+
+    def _ours(self, task: asyncio.Task[Any] | None, exc: asyncio.CancelledError) -> bool:
+        """Whether ``exc`` is our interrupt alone (withdrawing our cancel request on 3.11+)."""
+        left = self._withdraw(task)
+        if _UNCANCEL:
+            # Zero left: nobody else asked to cancel the task (an outer timeout's request
+            # stays counted, and its CancelledError propagates for it to turn into its own).
+            return left == 0
+        return exc.args[:1] == (_INTERRUPT,)
+
+    def _withdraw(self, task: asyncio.Task[Any] | None) -> int:
+        """Forget our cancel request; on 3.11+ the task's requests left (else 0)."""
+        self._fired = False
+        if _UNCANCEL and task is not None:
+            return task.uncancel()  # type: ignore[attr-defined,no-any-return,unused-ignore]
+        return 0
+
     async def _reactive_view(self, exc: ContextOverflowError) -> Sequence[TranscriptEntry]:
         """The policy's smaller view after an overflow; re-raises ``exc`` when it has none."""
         _log.info("context.overflow: turn=%d reported_window=%s", self.turn, exc.reported_window)
@@ -324,3 +409,32 @@ class ModelTurn:
                 raise exc
             return asm.forwarded
         return False
+
+
+def _interrupt(ref: weakref.ref[ModelTurn]) -> None:
+    """On the turn's loop, between task steps: cancel the consuming task if it waits inside
+    the provider's stream, else look again soon (see the module docstring).
+
+    The turn is held weakly, so a stream its consumer dropped mid-delta is still collected
+    (and closed) while this looks.
+    """
+    turn = ref()
+    if turn is None:
+        return
+    task, agen = turn._task, turn._agen
+    if task is None or agen is None or task.done():
+        return  # the call ended (disarmed), or its task did
+    if isinstance(agen, AsyncGeneratorType) and agen.ag_running:
+        # The generator is mid-step and no task is running now, so the consuming task is
+        # suspended at the provider's await: the cancel lands there and nowhere else.
+        turn._task = None
+        turn._fired = task.cancel(_INTERRUPT)
+        return
+    loop = task.get_loop()
+    now = loop.time()
+    if turn._since is None:
+        turn._since = now
+    if now - turn._since < _SPIN_SECONDS:
+        loop.call_soon(_interrupt, ref)
+    else:
+        loop.call_later(_POLL_SECONDS, _interrupt, ref)
