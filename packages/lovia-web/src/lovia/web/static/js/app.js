@@ -77,18 +77,20 @@ async function openChat(id) {
   await showView("chat");
   if (id === chat.sessionId && chat.items.length) return;
   sessions.setActive(id);
+  let detail;
   try {
-    await chatView.open(id);
+    detail = await chatView.open(id);
   } catch (err) {
     location.hash = "#/";
     return;
   }
   setTitle();
-  for (const hook of chatHooks) hook(id);
+  for (const hook of chatHooks) hook(id, detail);
 }
 
 const chatHooks = [];
-/** Called with the session id whenever the open chat changes (panels refresh). */
+/** Called with the session id whenever the open chat changes (panels refresh); when the
+ * chat was just opened, also with its detail (GET /api/sessions/{id}). */
 export function onChat(hook) { chatHooks.push(hook); }
 
 chatView.setHooks({
@@ -173,6 +175,7 @@ async function boot() {
   if (has("/api/sessions/{}/export")) (await import("./export.js")).init({ onChat });
   if (has("/api/sessions/{}/turns/{}/context")) (await import("./inspector.js")).init({ onChat });
   if (has("/api/sessions/{}/todos")) (await import("./todos.js")).init({ onChat });
+  if (has("/api/sessions/{}/tasks")) (await import("./tasks.js")).init({ onChat });
   setupMode = Boolean(server.info && server.info.configured === false && has("/api/config"));
   document.body.classList.toggle("setup", setupMode);
   await sessions.refresh();

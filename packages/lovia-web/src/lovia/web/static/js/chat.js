@@ -265,10 +265,14 @@ function updateTool(el, item) {
 function noticeNode(item) {
   let text = "";
   const d = item.data || {};
-  if (item.notice === "compacted") text = t("compacted", { before: d.entries_before ?? "?", after: d.entries_after ?? "?" });
+  // Live and stored notices both carry token counts (entry counts only come live).
+  if (item.notice === "compacted") text = t("compacted", { before: d.tokens_before ?? "?", after: d.tokens_after ?? "?" });
   else if (item.notice === "handoff") text = t("handoff", { from: d.from, to: d.to });
   else if (item.notice === "error") text = d.type === "RunCancelled" ? t("cancelled") : t("error", { message: d.message || d.type });
-  return h("div", { class: `notice ${item.level}`, role: item.level === "error" ? "alert" : "status", dataset: { item: item.id } }, text);
+  const summary = item.notice === "compacted" && d.summary
+    ? h("details", { class: "notice-summary" }, h("summary", { text: t("compaction_summary") }), h("p", { text: d.summary }))
+    : null;
+  return h("div", { class: `notice ${item.level}${item.notice ? ` notice-${item.notice}` : ""}`, role: item.level === "error" ? "alert" : "status", dataset: { item: item.id } }, text, summary);
 }
 
 function nodeFor(item) {
@@ -482,6 +486,9 @@ export async function open(sessionId) {
   const detail = await get(`/api/sessions/${encodeURIComponent(sessionId)}`);
   if (chat.sessionId !== sessionId) return detail;
   chat.loadEntries(detail.entries);
+  // The stored record keeps every entry; only the newest compaction notice is kept beside it,
+  // so it is shown after the history: what the model sees from here on is compacted.
+  if (detail.compaction) chat.add({ kind: "notice", level: "info", notice: "compacted", data: detail.compaction, history: true });
   await renderHistory();
   if (detail.live || detail.active_run_id) {
     const pending = recalled(sessionId);

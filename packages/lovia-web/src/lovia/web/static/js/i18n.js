@@ -18,7 +18,7 @@ const STRINGS = {
     approved: "approved", denied: "denied",
     question: "Question", answer: "Answer", answer_label: "Your answer", send_answer: "Send answer",
     answer_unavailable: "This server cannot take answers from the page.",
-    compacted: "Context compacted: {before} entries became {after}.",
+    compacted: "Context compacted: {before} tokens became {after}.", compaction_summary: "Summary of the earlier conversation",
     handoff: "Handed off from {from} to {to}.", cancelled: "Stopped.", error: "Error: {message}",
     queued: "queued", withdraw: "Withdraw", delivered: "delivered",
     rename: "Rename", pin: "Pin", unpin: "Unpin", delete: "Delete", confirm_delete: "Delete?",
@@ -48,6 +48,9 @@ const STRINGS = {
     decision_allow: "allow", decision_ask: "ask", decision_deny: "deny",
     src_system: "system", src_record: "record", src_summary: "summary", src_cleared: "cleared", src_offloaded: "offloaded",
     src_omitted: "left out", src_reminder: "reminder", src_replaced: "replaced", src_injected: "injected",
+    tasks_count: "Tasks ({n})", tasks_running: "Tasks ({n}, {running} running)", open_task: "Open task",
+    task_pending: "starting", task_running: "running", task_done: "done", task_failed: "failed",
+    task_cancelled: "cancelled", task_interrupted: "interrupted", task_of: "A task of", parent_chat: "its chat",
   },
   zh: {
     skip: "跳到输入框", chats: "对话", new_chat: "新对话", search_label: "搜索对话",
@@ -66,7 +69,7 @@ const STRINGS = {
     approved: "已批准", denied: "已拒绝",
     question: "提问", answer: "回答", answer_label: "你的回答", send_answer: "发送回答",
     answer_unavailable: "此服务器不支持在页面上回答。",
-    compacted: "上下文已压缩：{before} 条变为 {after} 条。",
+    compacted: "上下文已压缩：{before} 个 token 变为 {after} 个。", compaction_summary: "之前对话的摘要",
     handoff: "已从 {from} 交接给 {to}。", cancelled: "已停止。", error: "错误：{message}",
     queued: "排队中", withdraw: "撤回", delivered: "已送达",
     rename: "重命名", pin: "置顶", unpin: "取消置顶", delete: "删除", confirm_delete: "确定删除？",
@@ -96,6 +99,9 @@ const STRINGS = {
     decision_allow: "允许", decision_ask: "询问", decision_deny: "拒绝",
     src_system: "系统", src_record: "记录", src_summary: "摘要", src_cleared: "已清除", src_offloaded: "已转存",
     src_omitted: "已省略", src_reminder: "提醒", src_replaced: "已替换", src_injected: "注入",
+    tasks_count: "子任务（{n}）", tasks_running: "子任务（{n}，{running} 个运行中）", open_task: "打开子任务",
+    task_pending: "启动中", task_running: "运行中", task_done: "完成", task_failed: "失败",
+    task_cancelled: "已取消", task_interrupted: "已中断", task_of: "所属对话：", parent_chat: "上级对话",
   },
 };
 
