@@ -351,6 +351,7 @@ onLangChange(() => {
   for (const item of chat.items) {
     const el = nodes.get(item.id);
     if (!el) continue;
+    if (item.kind === "notice") { const fresh = noticeNode(item); el.replaceWith(fresh); nodes.set(item.id, fresh); continue; }
     if (item.kind === "tool") updateTool(el, item);
     el.querySelector(".who") && (el.querySelector(".who").textContent = t(item.kind === "user" ? "you" : "assistant"));
     el.querySelector(".reasoning summary") && (el.querySelector(".reasoning summary").textContent = t("reasoning"));
