@@ -3,7 +3,7 @@
 import { feature, get, has, server } from "./api.js";
 import * as chatView from "./chat.js";
 import { show } from "./dom.js";
-import { applyI18n, currentLang, setLang, t } from "./i18n.js";
+import { applyI18n, currentLang, onLangChange, setLang, t } from "./i18n.js";
 import * as sessions from "./sessions.js";
 import { chat } from "./state.js";
 
@@ -43,6 +43,12 @@ export async function showView(name) {
   closeMenu();
   if (loaders[name]) await loaders[name]();
 }
+
+// The optional views are built in the current language: the open one is rebuilt in the new.
+onLangChange(() => {
+  const open = views.find((v) => v !== "chat" && !$(`view-${v}`).hidden);
+  if (open && loaders[open]) loaders[open]();
+});
 
 for (const b of document.querySelectorAll("[data-view]")) {
   b.addEventListener("click", () => {
