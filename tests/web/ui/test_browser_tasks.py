@@ -71,6 +71,7 @@ async def test_a_spawned_task_is_listed_watched_approved_and_done(page: Any, ser
     assert await tasks.get_by_role("heading").inner_text() == "Tasks (1)"
     # The report reached the idle parent, which ran on it.
     await p.locator(".msg.assistant .md", has_text="The worker says 42.").wait_for()
+    await p.locator("#session-list .badge.live").wait_for(state="detached")  # its run ended
     await page.shot("tasks")
 
     # Opened again once done: the child's whole transcript, its prompt first.
@@ -80,8 +81,15 @@ async def test_a_spawned_task_is_listed_watched_approved_and_done(page: Any, ser
     await p.locator(".msg.assistant .md", has_text="42 apples deployed").wait_for()
     await banner.get_by_role("link").click()
     await p.wait_for_url(parent_url)
+    # Opened from its record, the report that started the parent's reaction reads as the
+    # subagent's, not as the user's words.
+    report = p.locator(".msg.report")
+    await report.locator(".who", has_text="Report from sa_1 (worker)").wait_for()
+    assert await report.locator(".text").inner_text() == "42 apples deployed"
+    assert await p.locator(".msg.user .text", has_text="subagent-report").count() == 0
 
     await p.locator("#lang-select").select_option("zh")
     await task.locator(".task-status", has_text="完成").wait_for()
     assert await tasks.get_by_role("heading").inner_text() == "子任务（1）"
+    await report.locator(".who", has_text="来自 sa_1（worker）的报告").wait_for()
     await p.locator("#lang-select").select_option("en")

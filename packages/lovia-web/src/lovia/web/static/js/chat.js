@@ -139,7 +139,21 @@ function pretty(args) {
   try { return JSON.stringify(JSON.parse(args), null, 2); } catch { return String(args ?? ""); }
 }
 
+// A subagent's report reaches its parent chat as an input message (lovia.plugins.subagents'
+// SubagentReport.render); shown as the user's own words it would misattribute them.
+const REPORT = /^<subagent-report id="([^"]*)" agent="([^"]*)" status="([^"]*)">\n([\s\S]*)\n<\/subagent-report>$/;
+const REPORT_STATUS = { completed: "task_done", failed: "task_failed", cancelled: "task_cancelled" };
+
+function reportNode(item, [, id, agent, status, body]) {
+  return h("article", { class: "msg report", dataset: { item: item.id } },
+    h("div", { class: "who" }, t("report_from", { id, agent }), " ",
+      h("span", { class: `badge task-status status-${status === "completed" ? "done" : status}`, text: t(REPORT_STATUS[status] || "task_failed") })),
+    h("div", { class: "text", text: body }));
+}
+
 function userNode(item) {
+  const report = typeof item.text === "string" ? item.text.match(REPORT) : null;
+  if (report) return reportNode(item, report);
   const badge = item.queued ? t("queued") : item.injected ? t("delivered") : null;
   const el = h("article", { class: "msg user", dataset: { item: item.id } },
     h("div", { class: "who", text: t("you") }),
@@ -353,7 +367,8 @@ onLangChange(() => {
     if (!el) continue;
     if (item.kind === "notice") { const fresh = noticeNode(item); el.replaceWith(fresh); nodes.set(item.id, fresh); continue; }
     if (item.kind === "tool") updateTool(el, item);
-    el.querySelector(".who") && (el.querySelector(".who").textContent = t(item.kind === "user" ? "you" : "assistant"));
+    if (item.kind === "user") { const fresh = userNode(item); el.replaceWith(fresh); nodes.set(item.id, fresh); continue; }
+    el.querySelector(".who") && (el.querySelector(".who").textContent = t("assistant"));
     el.querySelector(".reasoning summary") && (el.querySelector(".reasoning summary").textContent = t("reasoning"));
   }
   renderRun();

@@ -56,6 +56,7 @@ const STRINGS = {
     tasks_count: "Tasks ({n})", tasks_running: "Tasks ({n}, {running} running)", open_task: "Open task",
     task_pending: "starting", task_running: "running", task_done: "done", task_failed: "failed",
     task_cancelled: "cancelled", task_interrupted: "interrupted", task_of: "A task of", parent_chat: "its chat",
+    report_from: "Report from {id} ({agent})",
   },
   zh: {
     skip: "跳到输入框", chats: "对话", new_chat: "新对话", search_label: "搜索对话",
@@ -112,6 +113,7 @@ const STRINGS = {
     tasks_count: "子任务（{n}）", tasks_running: "子任务（{n}，{running} 个运行中）", open_task: "打开子任务",
     task_pending: "启动中", task_running: "运行中", task_done: "完成", task_failed: "失败",
     task_cancelled: "已取消", task_interrupted: "已中断", task_of: "所属对话：", parent_chat: "上级对话",
+    report_from: "来自 {id}（{agent}）的报告",
   },
 };
 
