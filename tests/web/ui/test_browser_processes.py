@@ -12,6 +12,7 @@ from lovia import Agent
 from lovia.testing import ScriptedProvider, call, text
 
 from tests.web.ui.test_browser_chat import open_page, send
+from tests.web.ui.test_browser_views import assert_labelled
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
@@ -47,6 +48,7 @@ async def test_a_background_process_is_listed_and_killed(
     row = processes.locator("li", has_text="sleeper")
     await row.get_by_text("running").wait_for()
     await processes.get_by_role("heading", name="Background processes").wait_for()
+    await assert_labelled(p, "#panel")
     await page.shot("processes")
     await row.get_by_role("button", name="Kill: sleep 60").click()
     await row.get_by_text("killed").wait_for()

@@ -13,6 +13,7 @@ from lovia.testing import ScriptedProvider, call, text
 
 from tests.web.conftest import deploy
 from tests.web.ui.test_browser_chat import open_page, send
+from tests.web.ui.test_browser_views import assert_labelled
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
@@ -72,6 +73,16 @@ async def test_a_spawned_task_is_listed_watched_approved_and_done(page: Any, ser
     # The report reached the idle parent, which ran on it.
     await p.locator(".msg.assistant .md", has_text="The worker says 42.").wait_for()
     await p.locator("#session-list .badge.live").wait_for(state="detached")  # its run ended
+    await assert_labelled(p, "#tasks")
+    # Reached from the keyboard, the task's link shows its focus.
+    link = task.get_by_role("link")
+    await link.focus()
+    await p.keyboard.press("Shift+Tab")
+    await p.keyboard.press("Tab")
+    focused = await p.evaluate(
+        "[document.activeElement.className, getComputedStyle(document.activeElement).outlineStyle]"
+    )
+    assert focused == ["task-open", "solid"]
     await page.shot("tasks")
 
     # Opened again once done: the child's whole transcript, its prompt first.

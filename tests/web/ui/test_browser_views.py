@@ -35,6 +35,7 @@ async def test_schedules_create_list_pause_and_delete(page: Any, serve_ui: Any) 
     row = view.locator("tbody tr", has_text="check the build")
     await row.get_by_role("cell", name="every 1h").wait_for()
     await row.get_by_role("cell", name="active").wait_for()
+    await assert_labelled(p, "#view-schedules")
     await page.shot("schedules")
 
     await row.get_by_role("button", name="Pause: check the build").click()
@@ -89,6 +90,7 @@ async def test_memory_view_shows_edits_and_saves_the_notes(
     # The meter follows what was saved.
     await view.locator(".memory-meter", has_text=f"{stored['used']} of 500").wait_for()
     assert await view.locator(".memory-meter").inner_text() != before
+    await assert_labelled(p, "#view-memory")
     await page.shot("memory")
 
     await p.locator("#lang-select").select_option("zh")
@@ -134,6 +136,7 @@ async def test_settings_lists_adds_and_deletes_models(
     await models.filter(has_text="spare").wait_for()
     assert await models.count() == 2
     assert "sk-main" not in await p.content()  # keys are write-only
+    await assert_labelled(p, "#view-settings")
     await page.shot("settings")
 
     await models.filter(has_text="spare").get_by_role("button", name="Delete: spare").click()
@@ -144,6 +147,20 @@ async def test_settings_lists_adds_and_deletes_models(
     await p.locator("#lang-select").select_option("zh")
     await view.get_by_role("heading", name="设置").wait_for()
     await p.locator("#lang-select").select_option("en")
+
+
+async def assert_labelled(p: Any, root: str) -> None:
+    """Every visible control and link under ``root`` has an accessible name."""
+    unlabelled = await p.evaluate(
+        """(root) => [...document.querySelector(root)
+            .querySelectorAll('a, button, input, select, textarea')]
+          .filter((el) => el.offsetParent !== null)
+          .filter((el) => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')
+                          && !(el.textContent || '').trim())
+          .map((el) => el.outerHTML)""",
+        root,
+    )
+    assert unlabelled == []
 
 
 async def _get(url: str, path: str) -> Any:
