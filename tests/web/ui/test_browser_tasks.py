@@ -63,6 +63,8 @@ async def test_a_spawned_task_is_listed_watched_approved_and_done(page: Any, ser
     await banner.get_by_role("link", name="count apples in the background").wait_for()
     assert await p.locator("#tasks").is_hidden()  # the child spawned nothing itself
     approval = p.locator(".msg.tool .approval")
+    await approval.wait_for()
+    await page.shot("task-approval")
     await approval.get_by_role("button", name="Approve").click()
     await p.locator(".msg.assistant .md", has_text="42 apples deployed").wait_for()
 
