@@ -57,6 +57,7 @@ from .routes import (
     runs,
     schedules,
     sessions,
+    tasks,
     workspace,
 )
 from .store.base import ChatStore
@@ -193,6 +194,7 @@ def _api_router(state: WebState, background: Background) -> APIRouter:
         info,
         chat,
         sessions,
+        tasks,
         runs,
         events,
         workspace,

@@ -212,6 +212,8 @@ class SessionInfo(BaseModel):
     active_run_id: str | None
     live: bool
     """Whether a run of the session is executing in this server right now."""
+    parent_id: str | None = None
+    """The chat a subagent's task session belongs to (``None`` for a user's chat)."""
 
     @classmethod
     def of(cls, meta: ChatMeta, *, live: bool) -> SessionInfo:

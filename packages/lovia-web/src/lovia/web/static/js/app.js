@@ -3,7 +3,7 @@
 import { feature, get, has, server } from "./api.js";
 import * as chatView from "./chat.js";
 import { show } from "./dom.js";
-import { applyI18n, currentLang, setLang, t } from "./i18n.js";
+import { applyI18n, currentLang, onLangChange, setLang, t } from "./i18n.js";
 import * as sessions from "./sessions.js";
 import { chat } from "./state.js";
 
@@ -44,6 +44,12 @@ export async function showView(name) {
   if (loaders[name]) await loaders[name]();
 }
 
+// The optional views are built in the current language: the open one is rebuilt in the new.
+onLangChange(() => {
+  const open = views.find((v) => v !== "chat" && !$(`view-${v}`).hidden);
+  if (open && loaders[open]) loaders[open]();
+});
+
 for (const b of document.querySelectorAll("[data-view]")) {
   b.addEventListener("click", () => {
     if (b.dataset.view === "chat") location.hash = chat.sessionId ? `#/c/${chat.sessionId}` : "#/";
@@ -77,18 +83,20 @@ async function openChat(id) {
   await showView("chat");
   if (id === chat.sessionId && chat.items.length) return;
   sessions.setActive(id);
+  let detail;
   try {
-    await chatView.open(id);
+    detail = await chatView.open(id);
   } catch (err) {
     location.hash = "#/";
     return;
   }
   setTitle();
-  for (const hook of chatHooks) hook(id);
+  for (const hook of chatHooks) hook(id, detail);
 }
 
 const chatHooks = [];
-/** Called with the session id whenever the open chat changes (panels refresh). */
+/** Called with the session id whenever the open chat changes (panels refresh); when the
+ * chat was just opened, also with its detail (GET /api/sessions/{id}). */
 export function onChat(hook) { chatHooks.push(hook); }
 
 chatView.setHooks({
@@ -173,6 +181,7 @@ async function boot() {
   if (has("/api/sessions/{}/export")) (await import("./export.js")).init({ onChat });
   if (has("/api/sessions/{}/turns/{}/context")) (await import("./inspector.js")).init({ onChat });
   if (has("/api/sessions/{}/todos")) (await import("./todos.js")).init({ onChat });
+  if (has("/api/sessions/{}/tasks")) (await import("./tasks.js")).init({ onChat });
   setupMode = Boolean(server.info && server.info.configured === false && has("/api/config"));
   document.body.classList.toggle("setup", setupMode);
   await sessions.refresh();

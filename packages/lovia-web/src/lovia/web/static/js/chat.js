@@ -139,7 +139,21 @@ function pretty(args) {
   try { return JSON.stringify(JSON.parse(args), null, 2); } catch { return String(args ?? ""); }
 }
 
+// A subagent's report reaches its parent chat as an input message (lovia.plugins.subagents'
+// SubagentReport.render); shown as the user's own words it would misattribute them.
+const REPORT = /^<subagent-report id="([^"]*)" agent="([^"]*)" status="([^"]*)">\n([\s\S]*)\n<\/subagent-report>$/;
+const REPORT_STATUS = { completed: "task_done", failed: "task_failed", cancelled: "task_cancelled" };
+
+function reportNode(item, [, id, agent, status, body]) {
+  return h("article", { class: "msg report", dataset: { item: item.id } },
+    h("div", { class: "who" }, t("report_from", { id, agent }), " ",
+      h("span", { class: `badge task-status status-${status === "completed" ? "done" : status}`, text: t(REPORT_STATUS[status] || "task_failed") })),
+    h("div", { class: "text", text: body }));
+}
+
 function userNode(item) {
+  const report = typeof item.text === "string" ? item.text.match(REPORT) : null;
+  if (report) return reportNode(item, report);
   const badge = item.queued ? t("queued") : item.injected ? t("delivered") : null;
   const el = h("article", { class: "msg user", dataset: { item: item.id } },
     h("div", { class: "who", text: t("you") }),
@@ -265,10 +279,14 @@ function updateTool(el, item) {
 function noticeNode(item) {
   let text = "";
   const d = item.data || {};
-  if (item.notice === "compacted") text = t("compacted", { before: d.entries_before ?? "?", after: d.entries_after ?? "?" });
+  // Live and stored notices both carry token counts (entry counts only come live).
+  if (item.notice === "compacted") text = t("compacted", { before: d.tokens_before ?? "?", after: d.tokens_after ?? "?" });
   else if (item.notice === "handoff") text = t("handoff", { from: d.from, to: d.to });
   else if (item.notice === "error") text = d.type === "RunCancelled" ? t("cancelled") : t("error", { message: d.message || d.type });
-  return h("div", { class: `notice ${item.level}`, role: item.level === "error" ? "alert" : "status", dataset: { item: item.id } }, text);
+  const summary = item.notice === "compacted" && d.summary
+    ? h("details", { class: "notice-summary" }, h("summary", { text: t("compaction_summary") }), h("p", { text: d.summary }))
+    : null;
+  return h("div", { class: `notice ${item.level}${item.notice ? ` notice-${item.notice}` : ""}`, role: item.level === "error" ? "alert" : "status", dataset: { item: item.id } }, text, summary);
 }
 
 function nodeFor(item) {
@@ -347,8 +365,10 @@ onLangChange(() => {
   for (const item of chat.items) {
     const el = nodes.get(item.id);
     if (!el) continue;
+    if (item.kind === "notice") { const fresh = noticeNode(item); el.replaceWith(fresh); nodes.set(item.id, fresh); continue; }
     if (item.kind === "tool") updateTool(el, item);
-    el.querySelector(".who") && (el.querySelector(".who").textContent = t(item.kind === "user" ? "you" : "assistant"));
+    if (item.kind === "user") { const fresh = userNode(item); el.replaceWith(fresh); nodes.set(item.id, fresh); continue; }
+    el.querySelector(".who") && (el.querySelector(".who").textContent = t("assistant"));
     el.querySelector(".reasoning summary") && (el.querySelector(".reasoning summary").textContent = t("reasoning"));
   }
   renderRun();
@@ -482,6 +502,9 @@ export async function open(sessionId) {
   const detail = await get(`/api/sessions/${encodeURIComponent(sessionId)}`);
   if (chat.sessionId !== sessionId) return detail;
   chat.loadEntries(detail.entries);
+  // The stored record keeps every entry; only the newest compaction notice is kept beside it,
+  // so it is shown after the history: what the model sees from here on is compacted.
+  if (detail.compaction) chat.add({ kind: "notice", level: "info", notice: "compacted", data: detail.compaction, history: true });
   await renderHistory();
   if (detail.live || detail.active_run_id) {
     const pending = recalled(sessionId);

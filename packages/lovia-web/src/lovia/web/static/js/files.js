@@ -3,7 +3,7 @@
 
 import { get, has, post } from "./api.js";
 import { h, show } from "./dom.js";
-import { t } from "./i18n.js";
+import { onLangChange, t } from "./i18n.js";
 
 const panel = document.getElementById("panel");
 const toggle = document.getElementById("panel-toggle");
@@ -56,7 +56,8 @@ async function drawProcesses() {
     const id = p.process_id ?? p.id;
     const state = p.state ?? p.status ?? "running";
     return h("li", {},
-      h("code", { text: p.description || p.command || id }), ` ${state}${p.exit_code != null ? ` (${p.exit_code})` : ""} `,
+      h("code", { text: p.description || p.command || id }), " ",
+      h("span", { class: `badge proc-state ${state}`, text: `${t(`proc_${state}`)}${p.exit_code != null ? ` (${p.exit_code})` : ""}` }), " ",
       state === "running" ? h("button", {
         type: "button", class: "btn small danger", text: t("kill"), "aria-label": `${t("kill")}: ${p.command ?? id}`,
         onclick: async () => { await post(`/api/sessions/${encodeURIComponent(sessionId)}/processes/${encodeURIComponent(id)}/kill`); drawProcesses(); },
@@ -97,6 +98,8 @@ export function init({ onChat }) {
     if (open) { build(); await drawFiles(); await drawProcesses(); }
   });
   onChat((id) => { sessionId = id; if (!panel.hidden) { drawFiles(); drawProcesses(); } });
+  // The panel's texts are built in the current language: rebuild it in the new one.
+  onLangChange(() => { if (!panel.hidden) { build(); drawFiles(); drawProcesses(); } });
 }
 
 export async function load() {}

@@ -8,10 +8,12 @@ export async function load(root) {
   const data = await get("/api/memory");
   const editor = h("textarea", { id: "memory-editor", class: "memory-editor" });
   editor.value = data.content ?? "";
-  const meter = h("p", { class: "hint", text: t("memory_used", { used: data.used ?? editor.value.length, budget: data.budget ?? "?" }) });
+  const meter = h("p", { class: "hint memory-meter" });
+  const measure = (notes) => { meter.textContent = t("memory_used", { used: notes.used ?? editor.value.length, budget: notes.budget ?? "?" }); };
+  measure(data);
   const status = h("p", { class: "hint", role: "status" });
   const save = h("button", { type: "button", class: "btn primary", text: t("save"), onclick: async () => {
-    try { const saved = await api("PUT", "/api/memory", { content: editor.value }); editor.value = saved.content ?? editor.value; status.textContent = t("saved"); } catch (err) { status.textContent = err.message; }
+    try { const saved = await api("PUT", "/api/memory", { content: editor.value }); editor.value = saved.content ?? editor.value; measure(saved); status.textContent = t("saved"); } catch (err) { status.textContent = err.message; }
   } });
   const dream = has("/api/memory/dream") ? h("button", { type: "button", class: "btn", text: t("dream"), onclick: async () => {
     try { await post("/api/memory/dream"); await load(root); } catch (err) { status.textContent = err.message; }

@@ -86,8 +86,10 @@ function startRename(li, s) {
   field.select();
 }
 
+// Task sessions (a subagent's run, parent_id set) are reached from their chat's Tasks list,
+// not listed here: one chat can spawn many, and they would bury the user's own chats.
 function draw() {
-  list.replaceChildren(...sessions.map(row));
+  list.replaceChildren(...sessions.filter((s) => !s.parent_id).map(row));
 }
 
 let searchTimer = null;
@@ -98,11 +100,22 @@ search.addEventListener("input", () => {
 
 onLangChange(draw);
 
+const lifecycleListeners = new Set();
+
+/** `listener(name, data)` for each lifecycle event the page receives (one EventSource for
+ * the whole page: the Tasks list follows the same bus as the sidebar). */
+export function onLifecycle(listener) { lifecycleListeners.add(listener); }
+
 /** Titles and live badges follow the server's lifecycle bus when it has one. */
 export function listen() {
   if (!has("/api/events")) return;
   const source = new EventSource("/api/events");
   for (const name of ["session_created", "session_retitled", "run_started", "run_finished"]) {
-    source.addEventListener(name, () => refresh());
+    source.addEventListener(name, (e) => {
+      refresh();
+      let data = null;
+      try { data = JSON.parse(e.data); } catch { /* a frame without JSON data */ }
+      for (const l of lifecycleListeners) l(name, data);
+    });
   }
 }

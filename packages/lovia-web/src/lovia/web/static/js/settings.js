@@ -66,13 +66,16 @@ export async function load(root) {
   const list = models.length ? h("table", { class: "list" }, h("tbody", {}, models.map((m) => h("tr", {},
     h("td", { text: m.name ?? m.id }), h("td", {}, h("code", { text: m.model })), h("td", { text: m.base_url ?? "" }),
     h("td", { text: m.api_key && m.api_key.set ? t("key_set", { hint: m.api_key.hint ?? "" }) : "" }),
-    h("td", {}, h("button", { type: "button", class: "btn small danger", text: t("delete"), onclick: async () => {
+    h("td", {}, h("button", { type: "button", class: "btn small danger", text: t("delete"), "aria-label": `${t("delete")}: ${m.name ?? m.id}`, onclick: async () => {
       try { await api("DELETE", `/api/config/models/${encodeURIComponent(m.id)}`); } catch (err) { status.textContent = err.message; return; }
       await load(root);
     } })))))) : null;
-  root.replaceChildren(
+  // replaceChildren would print a null as "null": only the parts this page has.
+  root.replaceChildren(...[
     h("h2", { text: setup ? t("setup_title") : t("settings_title") }),
     setup ? h("p", { text: t("setup_description") }) : null,
-    list ? h("h3", { text: t("models") }) : null, list, form);
+    list ? h("h3", { text: t("models") }) : null, list,
+    list ? h("h3", { text: t("add_model") }) : null, form,
+  ].filter(Boolean));
   if (setup) form.querySelector("#cfg-base-url").focus();
 }

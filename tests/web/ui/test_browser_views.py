@@ -1,0 +1,170 @@
+"""The Schedules, Memory and Settings views in a real browser, each against the server's
+own endpoints: what the view shows is what the server keeps, and what it changes sticks."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from lovia import Agent, Memory
+from lovia.testing import ScriptedProvider, text
+
+from tests.web.ui.test_browser_chat import open_page
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+async def test_schedules_create_list_pause_and_delete(page: Any, serve_ui: Any) -> None:
+    agent = Agent(name="helper", model=ScriptedProvider([]))
+    server = await serve_ui(agent)  # hourly: nothing fires during the test
+    p = page.page
+    await open_page(page, server.url)
+    await p.get_by_role("button", name="Schedules").click()
+    view = p.locator("#view-schedules")
+    await view.get_by_text("No schedules.").wait_for()
+
+    await view.get_by_label("Instruction").fill("check the build")
+    await view.get_by_label("Trigger").select_option("every")
+    await view.get_by_label("When (1h, a cron line, or a time)").fill("1h")
+    await view.get_by_role("button", name="Create schedule").click()
+    await view.locator("#sched-status", has_text="Schedule created.").wait_for()
+    row = view.locator("tbody tr", has_text="check the build")
+    await row.get_by_role("cell", name="every 1h").wait_for()
+    await row.get_by_role("cell", name="active").wait_for()
+    await assert_labelled(p, "#view-schedules")
+    await page.shot("schedules")
+
+    await row.get_by_role("button", name="Pause: check the build").click()
+    await row.get_by_role("cell", name="paused").wait_for()
+    (stored,) = (await _get(server.url, "/api/schedules"))["schedules"]
+    assert stored["status"] == "paused" and stored["instruction"] == "check the build"
+
+    delete = row.get_by_role("button", name="Delete: check the build")
+    await delete.click()
+    await delete.filter(has_text="Delete?").wait_for()  # armed: a second click deletes
+    await delete.click()
+    await view.get_by_text("No schedules.").wait_for()
+    assert (await _get(server.url, "/api/schedules"))["schedules"] == []
+
+    await p.locator("#lang-select").select_option("zh")
+    await view.get_by_role("button", name="创建计划任务").wait_for()
+    await p.locator("#lang-select").select_option("en")
+
+
+async def test_memory_view_shows_edits_and_saves_the_notes(
+    page: Any, serve_ui: Any, tmp_path: Path
+) -> None:
+    mem = Memory(
+        tmp_path / "mem",
+        expand_query=False,
+        summarize_recall=False,
+        index=None,
+        auto_curate=False,
+        notes_budget=500,
+    )
+    agent = Agent(name="helper", model=ScriptedProvider([text("ok")]), plugins=[mem])
+    server = await serve_ui(agent)
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        put = await client.put("/api/memory", json={"content": "- Likes tea"})
+        assert put.status_code == 200, put.text
+    p = page.page
+    await open_page(page, server.url)
+    await p.get_by_role("button", name="Memory").click()
+    view = p.locator("#view-memory")
+    editor = view.get_by_label("Memory")
+    await view.get_by_role("heading", name="Memory").wait_for()
+    assert (await editor.input_value()).strip().endswith("Likes tea")
+    before = await view.locator(".memory-meter").inner_text()
+    assert before.endswith("of 500 characters")
+
+    await editor.fill(f"{(await editor.input_value()).strip()}\n- Lives in Porto")
+    await view.get_by_role("button", name="Save").click()
+    await view.get_by_role("status").filter(has_text="Saved.").wait_for()
+    assert (await editor.input_value()).splitlines()[-1].endswith("Lives in Porto")
+    stored = await _get(server.url, "/api/memory")
+    assert stored["content"] == await editor.input_value()
+    # The meter follows what was saved.
+    await view.locator(".memory-meter", has_text=f"{stored['used']} of 500").wait_for()
+    assert await view.locator(".memory-meter").inner_text() != before
+    await assert_labelled(p, "#view-memory")
+    await page.shot("memory")
+
+    await p.locator("#lang-select").select_option("zh")
+    await view.locator(".memory-meter", has_text=f"已用 {stored['used']} / 500 字符").wait_for()
+    await p.locator("#lang-select").select_option("en")
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("lovia.web.config") is None,
+    reason="this server has no runtime configuration (lovia.web.config, /api/config)",
+)
+async def test_settings_lists_adds_and_deletes_models(
+    page: Any, serve_ui: Any, tmp_path: Path
+) -> None:
+    load_config = importlib.import_module("lovia.web.config.files").load_config
+    ConfigRuntime = importlib.import_module("lovia.web.config.runtime").ConfigRuntime
+
+    def build(config: Any) -> Agent[Any]:
+        return Agent("lovia", model=ScriptedProvider([]))
+
+    loaded = load_config(cwd=tmp_path / "project", home=tmp_path / "home")
+    server = await serve_ui({}, config_runtime=ConfigRuntime(loaded, build))
+    first = {"name": "main", "model": "qwen", "flavor": "openai", "api_key": "sk-main-00001111"}
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        r = await client.post("/api/config/models", json=first)
+        assert r.status_code == 201, r.text
+    p = page.page
+    await open_page(page, server.url)
+    assert not p.url.endswith("#/settings")  # configured: no setup page
+    await p.get_by_role("button", name="Settings").click()
+    view = p.locator("#view-settings")
+    await view.get_by_role("heading", name="Settings").wait_for()
+    models = view.locator("table tbody tr")
+    await models.filter(has_text="main").get_by_text("…1111").wait_for()
+    assert await models.count() == 1
+    assert "null" not in await view.inner_text()
+    await view.get_by_role("heading", name="Add a model").wait_for()
+
+    await view.get_by_label("Name").fill("spare")
+    await view.get_by_label("Model", exact=True).fill("llama")
+    await view.get_by_label("API flavour").select_option("anthropic")
+    await view.get_by_role("button", name="Save").click()
+    await models.filter(has_text="spare").wait_for()
+    assert await models.count() == 2
+    assert "sk-main" not in await p.content()  # keys are write-only
+    await assert_labelled(p, "#view-settings")
+    await page.shot("settings")
+
+    await models.filter(has_text="spare").get_by_role("button", name="Delete: spare").click()
+    await models.filter(has_text="spare").wait_for(state="detached")
+    ids = [m["name"] for m in (await _get(server.url, "/api/config"))["models"]]
+    assert ids == ["main"]
+
+    await p.locator("#lang-select").select_option("zh")
+    await view.get_by_role("heading", name="设置").wait_for()
+    await p.locator("#lang-select").select_option("en")
+
+
+async def assert_labelled(p: Any, root: str) -> None:
+    """Every visible control and link under ``root`` has an accessible name."""
+    unlabelled = await p.evaluate(
+        """(root) => [...document.querySelector(root)
+            .querySelectorAll('a, button, input, select, textarea')]
+          .filter((el) => el.offsetParent !== null)
+          .filter((el) => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')
+                          && !(el.textContent || '').trim())
+          .map((el) => el.outerHTML)""",
+        root,
+    )
+    assert unlabelled == []
+
+
+async def _get(url: str, path: str) -> Any:
+    async with httpx.AsyncClient(base_url=url) as client:
+        r = await client.get(path)
+        r.raise_for_status()
+        return r.json()
