@@ -44,7 +44,8 @@ _MARKS = """() => {
 
 async def _serve(db: Path) -> tuple[uvicorn.Server, asyncio.Task[None], str]:
     agent = Agent("bench", model=ScriptedProvider([text(ANSWER) for _ in range(LOADS + 1)]))
-    app = create_app(agent, db_path=db)
+    # No model-written titles: they would take the scripted answers meant for the chats.
+    app = create_app(agent, db_path=db, generate_titles=False)
     mount_ui(app, app.state.lovia)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
