@@ -558,12 +558,13 @@ class RunLoop(Generic[T]):
             for i, e in enumerate(entries)
             if isinstance(e, ToolCallEntry)
         ]
-        _log.info(
-            "model.done: turn=%d tokens=%d calls=%d",
-            state.turn,
-            self.usage.total_tokens,
-            len(calls),
-        )
+        if _log.isEnabledFor(logging.INFO):  # (every turn: no Logger.info call when it is off)
+            _log.info(
+                "model.done: turn=%d tokens=%d calls=%d",
+                state.turn,
+                self.usage.total_tokens,
+                len(calls),
+            )
         return entries, calls
 
     # -- the phase interface (also driven by ``resume.catch_up``) ---------------------

@@ -347,7 +347,8 @@ class ToolCallProcessor:
         queue = self.queue
         call = ready.planned.call
         queue.put_nowait(ToolCallStarted(call))
-        _log.info("tool.start: %s call_id=%s", call.name, call.id)
+        if _log.isEnabledFor(logging.INFO):  # (every call: no Logger.info call when it is off)
+            _log.info("tool.start: %s call_id=%s", call.name, call.id)
         try:
             outcome = await self._invoke(ready, queue.put_nowait)
         except asyncio.CancelledError as exc:
