@@ -276,7 +276,10 @@ class RunLoop(Generic[T]):
                 for event in self._drain_mailbox(state):
                     yield event
                 await self._save_progress()  # injected messages are durable before the call
-            await self._render_system(state)
+            if state.active.static_prompt is None:
+                await self._render_system(state)
+            else:
+                self._set_system(state, state.active.static_prompt)  # (no coroutine per turn)
             view, compacted = await self._build_view(state)
             if compacted is not None:
                 yield compacted
@@ -441,8 +444,11 @@ class RunLoop(Generic[T]):
         text = active.static_prompt
         if text is None:
             text = await active.agent.render_instructions(self.ctx, self.config.extra_instructions)
+        self._set_system(state, text)
+
+    def _set_system(self, state: RunState, text: str) -> None:
         self.ctx.system_prompt = text
-        suffix = active.prompt_suffix
+        suffix = state.active.prompt_suffix
         state.set_system_head(f"{text}\n\n{suffix}" if text and suffix else text or suffix)
 
     async def _build_view(
@@ -450,6 +456,8 @@ class RunLoop(Generic[T]):
     ) -> tuple[Sequence[TranscriptEntry], ContextCompacted | None]:
         result = await self._compact(state, overflow=False, reported_window=None)
         event = self._note_compaction(result, reactive=False) if result.compacted else None
+        if not state.active.view_injectors:
+            return result.entries, event  # (the usual agent: no ``_augment_view`` coroutine)
         return await self._augment_view(state, result.entries), event
 
     async def _compact(

@@ -174,7 +174,9 @@ class ToolCallProcessor:
                 if self.budget_error is not None:
                     break  # a tool tripped the run's budget: dispatch nothing more
                 try:
-                    events, ready = await self._preflight(planned)
+                    events, ready = self._preflight(planned)
+                    if ready is not None and callable(ready.tool.needs_approval):
+                        events, ready = await self._ask_predicate(ready)
                 except BudgetExceeded as exc:
                     self.budget_error = exc
                     break
@@ -214,8 +216,12 @@ class ToolCallProcessor:
 
     # -- preflight --------------------------------------------------------------------
 
-    async def _preflight(self, planned: PlannedCall) -> tuple[list[Event], _Ready | None]:
-        """Checks for one call: events to emit, and the call if it may proceed."""
+    def _preflight(self, planned: PlannedCall) -> tuple[list[Event], _Ready | None]:
+        """Checks for one call: events to emit, and the call if it may proceed.
+
+        Synchronous (one coroutine less per call): a callable ``needs_approval``, which may
+        be async, is asked afterwards by ``_ask_predicate``.
+        """
         ctx = self.ctx
         ctx.cancel_token.check()
         budget = ctx.budget
@@ -241,19 +247,26 @@ class ToolCallProcessor:
         if handoff is not None:
             self.handoff_claimed = True
         needs = tool.needs_approval
-        if callable(needs):
-            try:
-                verdict = needs(args, ctx)
-                if inspect.isawaitable(verdict):
-                    verdict = await verdict
-                needs = bool(verdict)
-            except (RunCancelled, BudgetExceeded):
-                raise
-            except Exception as exc:  # noqa: BLE001 - fail closed: a raising predicate denies
-                _log.warning("approval predicate of %r raised; denying", call.name, exc_info=True)
-                denied = self._reject(planned, f"the approval check failed ({exc!r}); call denied")
-                return [ToolCallFailed(exc, call), denied], None
-        return [], _Ready(planned, tool, args, handoff, bool(needs))
+        return [], _Ready(planned, tool, args, handoff, False if callable(needs) else bool(needs))
+
+    async def _ask_predicate(self, ready: _Ready) -> tuple[list[Event], _Ready | None]:
+        """``_preflight``'s last check for a tool whose ``needs_approval`` is a predicate."""
+        planned = ready.planned
+        call = planned.call
+        predicate = ready.tool.needs_approval
+        assert callable(predicate)
+        try:
+            verdict = predicate(ready.args, self.ctx)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+        except (RunCancelled, BudgetExceeded):
+            raise
+        except Exception as exc:  # noqa: BLE001 - fail closed: a raising predicate denies
+            _log.warning("approval predicate of %r raised; denying", call.name, exc_info=True)
+            denied = self._reject(planned, f"the approval check failed ({exc!r}); call denied")
+            return [ToolCallFailed(exc, call), denied], None
+        ready.needs_approval = bool(verdict)
+        return [], ready
 
     def _reject(self, planned: PlannedCall, message: str) -> ToolCallCompleted:
         output = f"Tool error: {message}"
