@@ -302,7 +302,8 @@ class RunLoop(Generic[T]):
             entries, calls = self._record_reply(state, model_turn.assembly)
             if entries:
                 yield MessageCompleted(entries)
-            await self._save_progress()
+            if self.writer is not None:  # (no checkpoint, no save: no coroutine per turn)
+                await self._save_progress()
             if ctx.budget is not None:
                 ctx.budget.check(state.budget_usage())
             output: Any = _NO_OUTPUT
@@ -588,7 +589,7 @@ class RunLoop(Generic[T]):
             approvals=self.approvals,
             interactive=self.config.interactive,
             truncated=state.finish_reason == "length",
-            on_result=self._save_progress,
+            on_result=self._save_progress if self.writer is not None else None,
         )
         return processor.run_batch(calls)
 

@@ -147,7 +147,7 @@ class ToolCallProcessor:
         approvals: ApprovalChannel,
         interactive: bool,
         truncated: bool,
-        on_result: Callable[[], Awaitable[None]],
+        on_result: Callable[[], Awaitable[None]] | None,
     ) -> None:
         self.state = state
         self.ctx = ctx
@@ -156,6 +156,7 @@ class ToolCallProcessor:
         self.truncated = truncated
         """The reply hit its token limit: bad JSON is reported as a cut-off call."""
         self.on_result = on_result
+        """The checkpoint save after each result (``None``: the run has no checkpoint)."""
         self.queue = _Inbox()
         self.tasks = TaskSet()
         self.inflight = 0
@@ -502,7 +503,8 @@ class ToolCallProcessor:
                 metadata=metadata,
             )
         )
-        await self.on_result()
+        if self.on_result is not None:
+            await self.on_result()
         self._completed_since_check = True
         return ToolCallCompleted(call, outcome.raw, outcome.is_error, outcome.output, failure)
 
