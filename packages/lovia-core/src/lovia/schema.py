@@ -92,6 +92,8 @@ class FunctionSchema:
     _strict: bool
     _model: list[type[BaseModel]]
     """Empty until the model is built (a list: the dataclass is frozen)."""
+    _positional: bool = True
+    """Whether any parameter is positional-only (``bind`` then passes it positionally)."""
 
     @property
     def model(self) -> type[BaseModel]:
@@ -107,9 +109,16 @@ class FunctionSchema:
 
         Raises ``InvalidToolArguments`` (a compact message) when validation fails.
         """
-        values = validate_args(self, args)
+        if args or self._arguments:
+            values = validate_args(self, args)
+        else:
+            # No parameters and no arguments (a no-argument tool's every call): the model
+            # accepts ``{}`` and yields no values, so it is not run.
+            values = {}
         if self.context_param is not None:
             values[self.context_param] = ctx
+        if not self._positional:
+            return (), values  # (the usual signature: no positional-only parameter)
         positional = tuple(values.pop(name) for name, _, pos_only in self._fields if pos_only)
         return positional, values
 
@@ -207,6 +216,7 @@ def function_args_schema(
         _arguments=tuple(arguments),
         _strict=strict,
         _model=model,
+        _positional=any(pos_only for _, _, pos_only in fields),
     )
 
 

@@ -276,7 +276,10 @@ class RunLoop(Generic[T]):
                 for event in self._drain_mailbox(state):
                     yield event
                 await self._save_progress()  # injected messages are durable before the call
-            await self._render_system(state)
+            if state.active.static_prompt is None:
+                await self._render_system(state)
+            else:
+                self._set_system(state, state.active.static_prompt)  # (no coroutine per turn)
             view, compacted = await self._build_view(state)
             if compacted is not None:
                 yield compacted
@@ -299,7 +302,8 @@ class RunLoop(Generic[T]):
             entries, calls = self._record_reply(state, model_turn.assembly)
             if entries:
                 yield MessageCompleted(entries)
-            await self._save_progress()
+            if self.writer is not None:  # (no checkpoint, no save: no coroutine per turn)
+                await self._save_progress()
             if ctx.budget is not None:
                 ctx.budget.check(state.budget_usage())
             output: Any = _NO_OUTPUT
@@ -441,8 +445,11 @@ class RunLoop(Generic[T]):
         text = active.static_prompt
         if text is None:
             text = await active.agent.render_instructions(self.ctx, self.config.extra_instructions)
+        self._set_system(state, text)
+
+    def _set_system(self, state: RunState, text: str) -> None:
         self.ctx.system_prompt = text
-        suffix = active.prompt_suffix
+        suffix = state.active.prompt_suffix
         state.set_system_head(f"{text}\n\n{suffix}" if text and suffix else text or suffix)
 
     async def _build_view(
@@ -450,6 +457,8 @@ class RunLoop(Generic[T]):
     ) -> tuple[Sequence[TranscriptEntry], ContextCompacted | None]:
         result = await self._compact(state, overflow=False, reported_window=None)
         event = self._note_compaction(result, reactive=False) if result.compacted else None
+        if not state.active.view_injectors:
+            return result.entries, event  # (the usual agent: no ``_augment_view`` coroutine)
         return await self._augment_view(state, result.entries), event
 
     async def _compact(
@@ -558,12 +567,13 @@ class RunLoop(Generic[T]):
             for i, e in enumerate(entries)
             if isinstance(e, ToolCallEntry)
         ]
-        _log.info(
-            "model.done: turn=%d tokens=%d calls=%d",
-            state.turn,
-            self.usage.total_tokens,
-            len(calls),
-        )
+        if _log.isEnabledFor(logging.INFO):  # (every turn: no Logger.info call when it is off)
+            _log.info(
+                "model.done: turn=%d tokens=%d calls=%d",
+                state.turn,
+                self.usage.total_tokens,
+                len(calls),
+            )
         return entries, calls
 
     # -- the phase interface (also driven by ``resume.catch_up``) ---------------------
@@ -579,7 +589,7 @@ class RunLoop(Generic[T]):
             approvals=self.approvals,
             interactive=self.config.interactive,
             truncated=state.finish_reason == "length",
-            on_result=self._save_progress,
+            on_result=self._save_progress if self.writer is not None else None,
         )
         return processor.run_batch(calls)
 

@@ -184,7 +184,8 @@ class TurnAssembly:
             else:
                 continue
             unique = unique_call_id(call_id, taken)
-            if unique != call_id:
+            if unique != call_id and _log.isEnabledFor(logging.INFO):
+                # (Every turn for a server that repeats its ids: no Logger.info call when off.)
                 _log.info("model.call_id_rewritten: %r -> %r", call_id, unique)
             if entry is None or unique != call_id:
                 # Built once, with its unique id (some servers repeat an id every turn).

@@ -147,7 +147,7 @@ class ToolCallProcessor:
         approvals: ApprovalChannel,
         interactive: bool,
         truncated: bool,
-        on_result: Callable[[], Awaitable[None]],
+        on_result: Callable[[], Awaitable[None]] | None,
     ) -> None:
         self.state = state
         self.ctx = ctx
@@ -156,6 +156,7 @@ class ToolCallProcessor:
         self.truncated = truncated
         """The reply hit its token limit: bad JSON is reported as a cut-off call."""
         self.on_result = on_result
+        """The checkpoint save after each result (``None``: the run has no checkpoint)."""
         self.queue = _Inbox()
         self.tasks = TaskSet()
         self.inflight = 0
@@ -174,7 +175,9 @@ class ToolCallProcessor:
                 if self.budget_error is not None:
                     break  # a tool tripped the run's budget: dispatch nothing more
                 try:
-                    events, ready = await self._preflight(planned)
+                    events, ready = self._preflight(planned)
+                    if ready is not None and callable(ready.tool.needs_approval):
+                        events, ready = await self._ask_predicate(ready)
                 except BudgetExceeded as exc:
                     self.budget_error = exc
                     break
@@ -214,8 +217,12 @@ class ToolCallProcessor:
 
     # -- preflight --------------------------------------------------------------------
 
-    async def _preflight(self, planned: PlannedCall) -> tuple[list[Event], _Ready | None]:
-        """Checks for one call: events to emit, and the call if it may proceed."""
+    def _preflight(self, planned: PlannedCall) -> tuple[list[Event], _Ready | None]:
+        """Checks for one call: events to emit, and the call if it may proceed.
+
+        Synchronous (one coroutine less per call): a callable ``needs_approval``, which may
+        be async, is asked afterwards by ``_ask_predicate``.
+        """
         ctx = self.ctx
         ctx.cancel_token.check()
         budget = ctx.budget
@@ -241,19 +248,26 @@ class ToolCallProcessor:
         if handoff is not None:
             self.handoff_claimed = True
         needs = tool.needs_approval
-        if callable(needs):
-            try:
-                verdict = needs(args, ctx)
-                if inspect.isawaitable(verdict):
-                    verdict = await verdict
-                needs = bool(verdict)
-            except (RunCancelled, BudgetExceeded):
-                raise
-            except Exception as exc:  # noqa: BLE001 - fail closed: a raising predicate denies
-                _log.warning("approval predicate of %r raised; denying", call.name, exc_info=True)
-                denied = self._reject(planned, f"the approval check failed ({exc!r}); call denied")
-                return [ToolCallFailed(exc, call), denied], None
-        return [], _Ready(planned, tool, args, handoff, bool(needs))
+        return [], _Ready(planned, tool, args, handoff, False if callable(needs) else bool(needs))
+
+    async def _ask_predicate(self, ready: _Ready) -> tuple[list[Event], _Ready | None]:
+        """``_preflight``'s last check for a tool whose ``needs_approval`` is a predicate."""
+        planned = ready.planned
+        call = planned.call
+        predicate = ready.tool.needs_approval
+        assert callable(predicate)
+        try:
+            verdict = predicate(ready.args, self.ctx)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+        except (RunCancelled, BudgetExceeded):
+            raise
+        except Exception as exc:  # noqa: BLE001 - fail closed: a raising predicate denies
+            _log.warning("approval predicate of %r raised; denying", call.name, exc_info=True)
+            denied = self._reject(planned, f"the approval check failed ({exc!r}); call denied")
+            return [ToolCallFailed(exc, call), denied], None
+        ready.needs_approval = bool(verdict)
+        return [], ready
 
     def _reject(self, planned: PlannedCall, message: str) -> ToolCallCompleted:
         output = f"Tool error: {message}"
@@ -347,7 +361,8 @@ class ToolCallProcessor:
         queue = self.queue
         call = ready.planned.call
         queue.put_nowait(ToolCallStarted(call))
-        _log.info("tool.start: %s call_id=%s", call.name, call.id)
+        if _log.isEnabledFor(logging.INFO):  # (every call: no Logger.info call when it is off)
+            _log.info("tool.start: %s call_id=%s", call.name, call.id)
         try:
             outcome = await self._invoke(ready, queue.put_nowait)
         except asyncio.CancelledError as exc:
@@ -488,7 +503,8 @@ class ToolCallProcessor:
                 metadata=metadata,
             )
         )
-        await self.on_result()
+        if self.on_result is not None:
+            await self.on_result()
         self._completed_since_check = True
         return ToolCallCompleted(call, outcome.raw, outcome.is_error, outcome.output, failure)
 

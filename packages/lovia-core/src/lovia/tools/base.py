@@ -392,11 +392,14 @@ async def run_tool(
     retries = default_retries if tool.retries is None else tool.retries
     timeout = default_timeout if tool.timeout is None else tool.timeout
     cap = max_output_chars if tool.max_output_chars is None else tool.max_output_chars
-    chain = apply_tool_policies(tool.invoke, tool.policies)
+    chain = apply_tool_policies(tool.invoke, tool.policies) if tool.policies else tool.invoke
     attempts = retries + 1
     for attempt in range(1, attempts + 1):
         try:
-            value = await _attempt(chain, tool.name, dict(args), ctx, timeout)
+            if timeout is None:
+                value = await chain(dict(args), ctx)  # (``_attempt`` inlined: every call)
+            else:
+                value = await _attempt(chain, tool.name, dict(args), ctx, timeout)
         except (RunCancelled, BudgetExceeded):
             raise
         except InvalidToolArguments as exc:
