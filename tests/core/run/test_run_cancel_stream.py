@@ -333,3 +333,31 @@ async def test_without_uncancel_our_interrupt_is_told_by_its_message(
     run.cancel()  # a task cancel, not ours: it stays CancelledError
     with pytest.raises(asyncio.CancelledError):
         await run
+
+
+async def test_a_handle_passed_to_another_task_mid_stream_cancels_that_task_not_the_first() -> (
+    None
+):
+    # The first task reads one delta, then hands the handle to a second task and waits on
+    # its own. The cancel must land in the second (inside the provider's read), never in
+    # the first, which no longer iterates.
+    provider = Endless(head=1)
+    handle = Runner.stream(_agent(provider), "go")
+    events: list[Event] = []
+    while not events or type(events[-1]) is not TextDelta:
+        events.append(await anext(handle))
+
+    async def rest() -> None:
+        while True:
+            try:
+                events.append(await anext(handle))
+            except StopAsyncIteration:
+                return
+
+    second = asyncio.ensure_future(rest())
+    await asyncio.wait_for(provider.waiting.wait(), BOUND)
+    handle.cancel("user stop")
+    await asyncio.sleep(0.2)  # the first task's own await: a cancel meant for it lands here
+    await asyncio.wait_for(second, BOUND)
+    _cancelled(events)
+    assert provider.closed.is_set()
