@@ -335,9 +335,7 @@ async def test_without_uncancel_our_interrupt_is_told_by_its_message(
         await run
 
 
-async def test_a_handle_passed_to_another_task_mid_stream_cancels_that_task_not_the_first() -> (
-    None
-):
+async def test_a_handle_passed_to_another_task_mid_stream_cancels_that_task_not_the_first() -> None:
     # The first task reads one delta, then hands the handle to a second task and waits on
     # its own. The cancel must land in the second (inside the provider's read), never in
     # the first, which no longer iterates.

@@ -30,8 +30,8 @@ until the consumer hands control back. That ``CancelledError`` (only ours: on 3.
 task's cancel request is withdrawn with ``uncancel()``, and another pending request, an
 outer ``asyncio.timeout()`` say, keeps it a ``CancelledError``) closes the provider stream
 and becomes ``RunCancelled``, as a cancel between turns does; the cut-off reply is dropped,
-like one cut off by an error. The consuming task is the one that started the call (a
-``RunHandle`` is iterated by one task).
+like one cut off by an error. The consuming task is the one that last resumed the
+stream (a ``RunHandle`` passed to another task mid-stream is followed there).
 """
 
 from __future__ import annotations
@@ -307,6 +307,12 @@ class ModelTurn:
                     )
                     # Armed for the provider's stream only: once per call, not per delta.
                     self._task = task = asyncio.current_task()
+                    # A consumer may hand the stream to another task between deltas (a
+                    # handle passed on mid-run). The cancel must follow it: cancelling the
+                    # task that started the call would hit one that no longer iterates, and
+                    # leave the call itself running. So after each yield, the task that
+                    # resumed the generator becomes the one to cancel (one C call a delta).
+                    current_task = asyncio.current_task
                     on_cancel = self._on_cancel
                     self.token.add_callback(on_cancel)
                     try:
@@ -316,10 +322,14 @@ class ModelTurn:
                                 text.append(delta.delta)  # type: ignore[union-attr]  # narrowed by kind
                                 asm.forwarded = True
                                 yield delta  # type: ignore[misc]  # TextDelta is an Event
+                                if current_task() is not task and not self._fired:
+                                    task = self._task = current_task()  # (handed over)
                             elif kind is ReasoningDelta:
                                 reasoning.append(delta.delta)  # type: ignore[union-attr]  # narrowed
                                 asm.forwarded = True
                                 yield delta  # type: ignore[misc]  # ReasoningDelta is an Event
+                                if current_task() is not task and not self._fired:
+                                    task = self._task = current_task()  # (handed over)
                             else:
                                 feed(delta)
                     except asyncio.CancelledError as exc:
