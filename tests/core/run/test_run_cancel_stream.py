@@ -26,6 +26,7 @@ from lovia.events import (
 )
 from lovia.exceptions import RunCancelled
 from lovia.providers.base import FinishDelta, ModelDelta
+from lovia.runtime.result import RunHandleError
 from lovia.testing import ScriptedProvider, call, text
 
 BOUND = 5.0  # seconds; a safety net against a hang, never what ends a passing test
@@ -358,4 +359,36 @@ async def test_a_handle_passed_to_another_task_mid_stream_cancels_that_task_not_
     await asyncio.sleep(0.2)  # the first task's own await: a cancel meant for it lands here
     await asyncio.wait_for(second, BOUND)
     _cancelled(events)
+    assert provider.closed.is_set()
+
+
+async def test_a_cancel_after_the_consumer_broke_out_does_not_poll_for_ever(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A consumer that broke out of `async for` and keeps the handle never resumes the
+    # stream: the cancel has nothing to interrupt, and must not keep a timer going while
+    # the handle lives.
+    import lovia.runtime.model_turn as model_turn
+
+    looks = 0
+    interrupt = model_turn._interrupt
+
+    def counting(ref: Any) -> None:
+        nonlocal looks
+        looks += 1
+        interrupt(ref)
+
+    monkeypatch.setattr(model_turn, "_interrupt", counting)
+    provider = Endless(head=5)
+    handle = Runner.stream(_agent(provider), "go")
+    async for event in handle:
+        if type(event) is TextDelta:
+            break
+    handle.cancel("user stop")
+    await asyncio.sleep(0.3)
+    before = looks
+    await asyncio.sleep(0.3)
+    assert looks == before
+    with pytest.raises(RunHandleError):  # abandoned: result() tears the run down
+        await handle.result()
     assert provider.closed.is_set()
