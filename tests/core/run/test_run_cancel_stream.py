@@ -392,3 +392,33 @@ async def test_a_cancel_after_the_consumer_broke_out_does_not_poll_for_ever(
     with pytest.raises(RunHandleError):  # abandoned: result() tears the run down
         await handle.result()
     assert provider.closed.is_set()
+
+
+class Converts:
+    """Yields one delta, then waits; turns the cancel it receives into ``RuntimeError``
+    (an adapter that wraps every failure of its read in its own error)."""
+
+    name = "converts"
+    model = "converts-model"
+    supports_json_schema = False
+
+    def __init__(self) -> None:
+        self.waiting = asyncio.Event()
+
+    async def stream(self, entries: Sequence[Any], **_: Any) -> AsyncIterator[ModelDelta]:
+        yield TextDelta("x")
+        try:
+            self.waiting.set()
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            raise RuntimeError("read failed") from None
+        yield FinishDelta("stop")  # never reached
+
+
+async def test_a_provider_that_turns_the_cancel_into_its_own_error_still_ends_cancelled() -> None:
+    provider = Converts()
+    handle = Runner.stream(_agent(provider), "go")
+    consumer = asyncio.ensure_future(_drain(handle))
+    await asyncio.wait_for(provider.waiting.wait(), BOUND)
+    handle.cancel("user stop")
+    _cancelled(await asyncio.wait_for(consumer, BOUND))
