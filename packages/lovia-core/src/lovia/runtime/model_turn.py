@@ -294,6 +294,7 @@ class ModelTurn:
             text = asm.text
             reasoning = asm.reasoning
             feed = asm.feed
+            interrupted = False  # our cancel reached the provider, which raised another error
             try:
                 with self.tracer.span(
                     "model_call", model=provider.model, provider=provider.name, turn=self.turn
@@ -343,6 +344,7 @@ class ModelTurn:
                         self.token.remove_callback(on_cancel)
                         self._task = None
                         if self._fired:  # the provider turned our cancel into something else
+                            interrupted = True
                             self._withdraw(task)
                         # An abandoned, failed or cancelled stream still releases its
                         # connection (for an HTTP adapter, the vendor stops generating).
@@ -366,6 +368,10 @@ class ModelTurn:
                 self.view = await self._reactive_view(exc)
                 attempt -= 1  # the reactive retry is the policy's, not the retry policy's
             except Exception as exc:  # noqa: BLE001 - the retry policy re-raises what it rejects
+                if interrupted:
+                    # The error is the provider's answer to our cancel (an adapter that wraps
+                    # every read failure): the run was cancelled, not failed, and no retry.
+                    self.token.check()
                 if self._restart_discards(exc, attempt, asm, started):
                     yield OutputDiscarded(reason=str(exc) or type(exc).__name__)
                 why = getattr(exc, "message", None) or exc
