@@ -289,6 +289,10 @@ class ModelTurn:
         overflow_tried = False
         provider = self.provider
         while True:
+            # A cancel during the reactive compaction (or anything else before a new
+            # attempt) must not start the call: a provider that answers without
+            # suspending would finish it before the interrupt could land.
+            self.token.check()
             attempt += 1
             asm = self.assembly = TurnAssembly()
             text = asm.text
