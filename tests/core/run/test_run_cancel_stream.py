@@ -26,6 +26,7 @@ from lovia.events import (
 )
 from lovia.exceptions import RunCancelled
 from lovia.providers.base import FinishDelta, ModelDelta
+from lovia.runtime.result import RunHandleError
 from lovia.testing import ScriptedProvider, call, text
 
 BOUND = 5.0  # seconds; a safety net against a hang, never what ends a passing test
@@ -333,3 +334,91 @@ async def test_without_uncancel_our_interrupt_is_told_by_its_message(
     run.cancel()  # a task cancel, not ours: it stays CancelledError
     with pytest.raises(asyncio.CancelledError):
         await run
+
+
+async def test_a_handle_passed_to_another_task_mid_stream_cancels_that_task_not_the_first() -> None:
+    # The first task reads one delta, then hands the handle to a second task and waits on
+    # its own. The cancel must land in the second (inside the provider's read), never in
+    # the first, which no longer iterates.
+    provider = Endless(head=1)
+    handle = Runner.stream(_agent(provider), "go")
+    events: list[Event] = []
+    while not events or type(events[-1]) is not TextDelta:
+        events.append(await anext(handle))
+
+    async def rest() -> None:
+        while True:
+            try:
+                events.append(await anext(handle))
+            except StopAsyncIteration:
+                return
+
+    second = asyncio.ensure_future(rest())
+    await asyncio.wait_for(provider.waiting.wait(), BOUND)
+    handle.cancel("user stop")
+    await asyncio.sleep(0.2)  # the first task's own await: a cancel meant for it lands here
+    await asyncio.wait_for(second, BOUND)
+    _cancelled(events)
+    assert provider.closed.is_set()
+
+
+async def test_a_cancel_after_the_consumer_broke_out_does_not_poll_for_ever(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A consumer that broke out of `async for` and keeps the handle never resumes the
+    # stream: the cancel has nothing to interrupt, and must not keep a timer going while
+    # the handle lives.
+    import lovia.runtime.model_turn as model_turn
+
+    looks = 0
+    interrupt = model_turn._interrupt
+
+    def counting(ref: Any) -> None:
+        nonlocal looks
+        looks += 1
+        interrupt(ref)
+
+    monkeypatch.setattr(model_turn, "_interrupt", counting)
+    provider = Endless(head=5)
+    handle = Runner.stream(_agent(provider), "go")
+    async for event in handle:
+        if type(event) is TextDelta:
+            break
+    handle.cancel("user stop")
+    await asyncio.sleep(0.3)
+    before = looks
+    await asyncio.sleep(0.3)
+    assert looks == before
+    with pytest.raises(RunHandleError):  # abandoned: result() tears the run down
+        await handle.result()
+    assert provider.closed.is_set()
+
+
+class Converts:
+    """Yields one delta, then waits; turns the cancel it receives into ``RuntimeError``
+    (an adapter that wraps every failure of its read in its own error)."""
+
+    name = "converts"
+    model = "converts-model"
+    supports_json_schema = False
+
+    def __init__(self) -> None:
+        self.waiting = asyncio.Event()
+
+    async def stream(self, entries: Sequence[Any], **_: Any) -> AsyncIterator[ModelDelta]:
+        yield TextDelta("x")
+        try:
+            self.waiting.set()
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            raise RuntimeError("read failed") from None
+        yield FinishDelta("stop")  # never reached
+
+
+async def test_a_provider_that_turns_the_cancel_into_its_own_error_still_ends_cancelled() -> None:
+    provider = Converts()
+    handle = Runner.stream(_agent(provider), "go")
+    consumer = asyncio.ensure_future(_drain(handle))
+    await asyncio.wait_for(provider.waiting.wait(), BOUND)
+    handle.cancel("user stop")
+    _cancelled(await asyncio.wait_for(consumer, BOUND))

@@ -227,3 +227,26 @@ async def test_the_reactive_overflow_retry_does_not_use_up_a_retry_attempt() -> 
     result = await Runner.run(agent, "go")
     assert result.output == "ok"
     assert len(provider.calls) == 3 and slept == [1.0]
+
+
+async def test_a_cancel_during_the_reactive_compaction_starts_no_second_call() -> None:
+    token = CancelToken()
+
+    class _CancelWhileCompacting(_ShrinkOnOverflow):
+        async def compact(self, req: CompactionRequest) -> ContextResult:
+            if req.overflow:
+                token.cancel("user stop")  # the user stops the run while it compacts
+            return await super().compact(req)
+
+    provider = ScriptedProvider([_overflow(), text("never")])
+    agent = Agent(
+        "o",
+        instructions="sys",
+        model=provider,
+        context_policy=_CancelWhileCompacting(compacted=True),
+        retry=None,
+    )
+    events = await _events(agent, cancel_token=token)
+    last = events[-1]
+    assert isinstance(last, RunFailed) and isinstance(last.error, RunCancelled)
+    assert len(provider.views) == 1  # the cancelled run sent no request after the cancel

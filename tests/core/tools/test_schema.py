@@ -371,3 +371,14 @@ def test_coerce_output(tp: Any, value: Any, expected: Any) -> None:
 def test_coerce_output_raises_validation_error() -> None:
     with pytest.raises(pydantic.ValidationError):
         coerce_output(Literal["a"], "z")
+
+
+@pytest.mark.parametrize("args", [None, [], ""])
+def test_a_no_parameter_tool_still_rejects_arguments_that_are_not_an_object(args: Any) -> None:
+    # The no-argument fast path skips validation for {} only: anything else that is not an
+    # object is refused as before it existed.
+    def ping() -> str:
+        return "pong"
+
+    with pytest.raises(InvalidToolArguments):
+        function_args_schema(ping).bind(args, None)

@@ -109,11 +109,12 @@ class FunctionSchema:
 
         Raises ``InvalidToolArguments`` (a compact message) when validation fails.
         """
-        if args or self._arguments:
+        if self._arguments or args != {}:
             values = validate_args(self, args)
         else:
-            # No parameters and no arguments (a no-argument tool's every call): the model
-            # accepts ``{}`` and yields no values, so it is not run.
+            # No parameters and ``{}`` (a no-argument tool's every call): the model accepts
+            # it and yields no values, so it is not run. (Only ``{}``: ``None`` or ``[]``,
+            # also falsy, are not an object and are refused by the model as before.)
             values = {}
         if self.context_param is not None:
             values[self.context_param] = ctx

@@ -22,16 +22,18 @@ retried once only if the policy produced a new view and nothing had been forward
 Retries add no turns.
 
 Cancellation: while the provider streams, the turn has a one-shot callback on the run's
-``CancelToken`` (nothing is checked per delta). When the token fires, the task consuming
-the stream is cancelled, but only while it waits inside the provider's stream (the
-generator is running, i.e. suspended at the provider's await): while the consumer holds a
-delta, or a hook runs, a task cancel would land in their code, so the turn looks again
-until the consumer hands control back. That ``CancelledError`` (only ours: on 3.11+ the
-task's cancel request is withdrawn with ``uncancel()``, and another pending request, an
-outer ``asyncio.timeout()`` say, keeps it a ``CancelledError``) closes the provider stream
-and becomes ``RunCancelled``, as a cancel between turns does; the cut-off reply is dropped,
-like one cut off by an error. The consuming task is the one that started the call (a
-``RunHandle`` is iterated by one task).
+``CancelToken`` (the token is not polled per delta). When the token fires, the task
+consuming the stream is cancelled, but only while it waits inside the provider's stream
+(the generator is running, i.e. suspended at the provider's await). While the consumer
+holds a delta, or a hook runs, a task cancel would land in their code, so the turn only
+notes the cancel (``_due``, one flag read per forwarded delta) and raises ``RunCancelled``
+when the consumer resumes the stream; a consumer that broke out and never resumes leaves
+nothing waiting. Our ``CancelledError`` (only ours: on 3.11+ the task's cancel request is
+withdrawn with ``uncancel()``, and another pending request, an outer ``asyncio.timeout()``
+say, keeps it a ``CancelledError``) closes the provider stream and becomes
+``RunCancelled``, as a cancel between turns does; the cut-off reply is dropped, like one
+cut off by an error. The task cancelled is the one that last resumed the stream (a
+``RunHandle`` passed to another task mid-stream is followed there).
 """
 
 from __future__ import annotations
@@ -73,11 +75,6 @@ _UNCANCEL = sys.version_info >= (3, 11)
 """``Task.cancelling()``/``uncancel()`` exist: our cancel request can be told from others."""
 _INTERRUPT = "lovia: the run's cancel token fired during a model call"
 """The message of our task cancel (on 3.10, how our ``CancelledError`` is recognised)."""
-_SPIN_SECONDS = 0.1
-"""How long after a cancel the turn looks at every loop iteration for the consumer to hand
-back control (then every ``_POLL_SECONDS``, so a consumer that never resumes costs no busy
-loop)."""
-_POLL_SECONDS = 0.05
 
 OverflowHandler = Callable[[ContextOverflowError], Awaitable["Sequence[TranscriptEntry] | None"]]
 """Asks the context policy for a smaller view; ``None`` when it made no new decision."""
@@ -222,8 +219,8 @@ class ModelTurn:
     __slots__ = (
         "__weakref__",
         "_agen",
+        "_due",
         "_fired",
-        "_since",
         "_task",
         "assembly",
         "on_overflow",
@@ -268,7 +265,9 @@ class ModelTurn:
         """The task consuming the stream while a cancel may interrupt it (else ``None``)."""
         self._fired = False
         """Whether we cancelled ``_task`` and its ``CancelledError`` is still to come."""
-        self._since: float | None = None
+        self._due = False
+        """Whether the token fired while the consumer held a delta: the stream raises
+        ``RunCancelled`` when the consumer resumes it (nothing to interrupt before)."""
 
     def stream(self) -> AsyncGenerator[Event, None]:
         """Yield the forwarded deltas (and ``OutputDiscarded`` on a restart).
@@ -290,11 +289,16 @@ class ModelTurn:
         overflow_tried = False
         provider = self.provider
         while True:
+            # A cancel during the reactive compaction (or anything else before a new
+            # attempt) must not start the call: a provider that answers without
+            # suspending would finish it before the interrupt could land.
+            self.token.check()
             attempt += 1
             asm = self.assembly = TurnAssembly()
             text = asm.text
             reasoning = asm.reasoning
             feed = asm.feed
+            interrupted = False  # our cancel reached the provider, which raised another error
             try:
                 with self.tracer.span(
                     "model_call", model=provider.model, provider=provider.name, turn=self.turn
@@ -307,6 +311,12 @@ class ModelTurn:
                     )
                     # Armed for the provider's stream only: once per call, not per delta.
                     self._task = task = asyncio.current_task()
+                    # A consumer may hand the stream to another task between deltas (a
+                    # handle passed on mid-run). The cancel must follow it: cancelling the
+                    # task that started the call would hit one that no longer iterates, and
+                    # leave the call itself running. So after each yield, the task that
+                    # resumed the generator becomes the one to cancel (one C call a delta).
+                    current_task = asyncio.current_task
                     on_cancel = self._on_cancel
                     self.token.add_callback(on_cancel)
                     try:
@@ -316,10 +326,18 @@ class ModelTurn:
                                 text.append(delta.delta)  # type: ignore[union-attr]  # narrowed by kind
                                 asm.forwarded = True
                                 yield delta  # type: ignore[misc]  # TextDelta is an Event
+                                if self._due:  # the cancel came while the consumer held it
+                                    self.token.check()
+                                if current_task() is not task and not self._fired:
+                                    task = self._task = current_task()  # (handed over)
                             elif kind is ReasoningDelta:
                                 reasoning.append(delta.delta)  # type: ignore[union-attr]  # narrowed
                                 asm.forwarded = True
                                 yield delta  # type: ignore[misc]  # ReasoningDelta is an Event
+                                if self._due:  # the cancel came while the consumer held it
+                                    self.token.check()
+                                if current_task() is not task and not self._fired:
+                                    task = self._task = current_task()  # (handed over)
                             else:
                                 feed(delta)
                     except asyncio.CancelledError as exc:
@@ -330,6 +348,7 @@ class ModelTurn:
                         self.token.remove_callback(on_cancel)
                         self._task = None
                         if self._fired:  # the provider turned our cancel into something else
+                            interrupted = True
                             self._withdraw(task)
                         # An abandoned, failed or cancelled stream still releases its
                         # connection (for an HTTP adapter, the vendor stops generating).
@@ -353,6 +372,10 @@ class ModelTurn:
                 self.view = await self._reactive_view(exc)
                 attempt -= 1  # the reactive retry is the policy's, not the retry policy's
             except Exception as exc:  # noqa: BLE001 - the retry policy re-raises what it rejects
+                if interrupted:
+                    # The error is the provider's answer to our cancel (an adapter that wraps
+                    # every read failure): the run was cancelled, not failed, and no retry.
+                    self.token.check()
                 if self._restart_discards(exc, attempt, asm, started):
                     yield OutputDiscarded(reason=str(exc) or type(exc).__name__)
                 why = getattr(exc, "message", None) or exc
@@ -431,11 +454,8 @@ def _interrupt(ref: weakref.ref[ModelTurn]) -> None:
         turn._task = None
         turn._fired = task.cancel(_INTERRUPT)
         return
-    loop = task.get_loop()
-    now = loop.time()
-    if turn._since is None:
-        turn._since = now
-    if now - turn._since < _SPIN_SECONDS:
-        loop.call_soon(_interrupt, ref)
-    else:
-        loop.call_later(_POLL_SECONDS, _interrupt, ref)
+    # Suspended at a yield: the consumer holds a delta (or broke out and never resumes).
+    # A task cancel would land in the consumer's code, so the stream raises when resumed
+    # instead; nothing waits on a timer, so an abandoned stream costs nothing.
+    turn._task = None
+    turn._due = True
