@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,22 +48,48 @@ def _start(
     assert proc.stdout is not None
     log: list[str] = []
     started = threading.Event()
+    seen_ready = threading.Event()
 
     def drain() -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
             log.append(line)
             if ready in line:
+                seen_ready.set()
                 started.set()
         started.set()  # the process ended: let the waiter see it
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     _readers[proc.pid] = reader
-    if not started.wait(60) or proc.poll() is not None:
+    # Readiness is the ready line itself: at the end of a failed start (its port taken)
+    # the output closes a moment before the process can be reaped, so ``poll()`` alone
+    # could take a dying server for a running one, and its tests would talk to whatever
+    # holds the port.
+    if not started.wait(60) or not seen_ready.is_set() or proc.poll() is not None:
         _stop(proc)
         raise RuntimeError(f"server did not start: {cmd}\n{''.join(log)}")
     return proc, log
+
+
+def _serve_on_a_free_port(
+    cmd_for: Callable[[int], list[str]], ready: str
+) -> tuple[int, subprocess.Popen[str], list[str]]:
+    """Start a server on a free port, trying another if the port was taken meanwhile.
+
+    ``free_port`` releases the port before the server binds it, so another process of the
+    suite (one starting in the same moment) can take it first.
+    """
+    for attempt in range(3):
+        port = free_port()
+        try:
+            proc, log = _start(cmd_for(port), ready=ready)
+        except RuntimeError:
+            if attempt == 2:
+                raise
+            continue
+        return port, proc, log
+    raise AssertionError("unreachable")
 
 
 _readers: dict[int, threading.Thread] = {}
@@ -89,9 +115,8 @@ def llmock_session() -> Iterator[Server | None]:
     if exe is None:
         yield None
         return
-    port = free_port()
-    proc, log = _start(
-        [
+    port, proc, log = _serve_on_a_free_port(
+        lambda port: [
             exe,
             "serve",
             "--host",
@@ -126,9 +151,8 @@ def aimock_session() -> Iterator[Server | None]:
     if node is None or not _AIMOCK_CLI.exists():
         yield None
         return
-    port = free_port()
-    proc, log = _start(
-        [
+    port, proc, log = _serve_on_a_free_port(
+        lambda port: [
             node,
             str(_AIMOCK_CLI),
             "-p",
