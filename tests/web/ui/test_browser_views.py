@@ -168,3 +168,20 @@ async def _get(url: str, path: str) -> Any:
         r = await client.get(path)
         r.raise_for_status()
         return r.json()
+
+
+async def test_a_double_clicked_create_makes_one_schedule(page: Any, serve_ui: Any) -> None:
+    # The form sent a POST per submit while the first was still in flight: a double click
+    # (or Enter pressed twice) created the same schedule twice.
+    server = await serve_ui(Agent(name="helper", model=ScriptedProvider([])))
+    p = page.page
+    await open_page(page, server.url)
+    await p.get_by_role("button", name="Schedules").click()
+    view = p.locator("#view-schedules")
+    await view.get_by_text("No schedules.").wait_for()
+    await view.get_by_label("Instruction").fill("每小时检查构建")
+    await view.get_by_label("When (1h, a cron line, or a time)").fill("1h")
+    await view.get_by_role("button", name="Create schedule").dblclick()
+    await view.locator("#sched-status", has_text="Schedule created.").wait_for()
+    await view.locator("tbody tr", has_text="每小时检查构建").wait_for()
+    assert len((await _get(server.url, "/api/schedules"))["schedules"]) == 1
