@@ -16,14 +16,25 @@ function createForm(root, status) {
     h("label", { for: "sched-kind", text: t("schedule_trigger") }), kind,
     h("label", { for: "sched-expr", text: t("schedule_when") }), expr,
     h("div", { class: "row" }, h("button", { type: "submit", class: "btn primary", text: t("schedule_create") })));
+  const submit = form.querySelector("button[type=submit]");
+  let sending = false;
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
+    // One POST at a time: a double click or a second Enter before the answer would create
+    // the same schedule twice. The flag, not only `disabled`, because Enter in a field
+    // submits the form whatever state its button is in.
+    if (sending) return;
+    sending = true;
+    submit.disabled = true;
     try {
       await post("/api/schedules", { instruction: instruction.value.trim(), trigger_kind: kind.value, trigger_expr: expr.value.trim() });
     } catch (err) {
       status.textContent = err.message; // the server's reason (a bad cron, a past time)
+      sending = false; // corrected, it may be sent again
+      submit.disabled = false;
       return;
     }
+    // Still disabled while the list reloads: load() replaces the form with an empty one.
     await load(root, t("schedule_created"));
   });
   return form;
