@@ -185,3 +185,34 @@ async def test_a_double_clicked_create_makes_one_schedule(page: Any, serve_ui: A
     await view.locator("#sched-status", has_text="Schedule created.").wait_for()
     await view.locator("tbody tr", has_text="每小时检查构建").wait_for()
     assert len((await _get(server.url, "/api/schedules"))["schedules"]) == 1
+
+
+async def test_an_unsaved_memory_edit_survives_a_language_switch(
+    page: Any, serve_ui: Any, tmp_path: Path
+) -> None:
+    # The view is rebuilt in the new language from the server's notes: what the user had
+    # typed and not saved was silently thrown away.
+    mem = Memory(
+        tmp_path / "mem2",
+        expand_query=False,
+        summarize_recall=False,
+        index=None,
+        auto_curate=False,
+    )
+    server = await serve_ui(Agent(name="helper", model=ScriptedProvider([]), plugins=[mem]))
+    p = page.page
+    await open_page(page, server.url)
+    await p.get_by_role("button", name="Memory").click()
+    view = p.locator("#view-memory")
+    editor = view.get_by_label("Memory")
+    await view.get_by_role("heading", name="Memory").wait_for()
+    await editor.fill("- 喜欢喝茶 (not saved yet)")
+    await p.locator("#lang-select").select_option("zh")
+    await view.get_by_role("button", name="保存").wait_for()
+    assert await view.get_by_label("记忆").input_value() == "- 喜欢喝茶 (not saved yet)"
+    await p.locator("#lang-select").select_option("en")
+    await view.get_by_role("button", name="Save").wait_for()
+    assert await editor.input_value() == "- 喜欢喝茶 (not saved yet)"
+    await view.get_by_role("button", name="Save").click()
+    await view.get_by_role("status").filter(has_text="Saved.").wait_for()
+    assert (await _get(server.url, "/api/memory"))["content"] == "- 喜欢喝茶 (not saved yet)"
