@@ -215,4 +215,4 @@ async def test_an_unsaved_memory_edit_survives_a_language_switch(
     assert await editor.input_value() == "- 喜欢喝茶 (not saved yet)"
     await view.get_by_role("button", name="Save").click()
     await view.get_by_role("status").filter(has_text="Saved.").wait_for()
-    assert (await _get(server.url, "/api/memory"))["content"] == "- 喜欢喝茶 (not saved yet)"
+    assert "喜欢喝茶 (not saved yet)" in (await _get(server.url, "/api/memory"))["content"]
