@@ -216,3 +216,37 @@ async def test_an_unsaved_memory_edit_survives_a_language_switch(
     await view.get_by_role("button", name="Save").click()
     await view.get_by_role("status").filter(has_text="Saved.").wait_for()
     assert "喜欢喝茶 (not saved yet)" in (await _get(server.url, "/api/memory"))["content"]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("lovia.web.config") is None,
+    reason="this server has no runtime configuration (lovia.web.config, /api/config)",
+)
+async def test_a_double_clicked_model_save_adds_it_once(
+    page: Any, serve_ui: Any, tmp_path: Path
+) -> None:
+    # As the schedule form: a second submit while the first POST was in flight sent it
+    # again (a duplicate model, or the server's "already exists" over a saved one).
+    load_config = importlib.import_module("lovia.web.config.files").load_config
+    ConfigRuntime = importlib.import_module("lovia.web.config.runtime").ConfigRuntime
+
+    def build(config: Any) -> Agent[Any]:
+        return Agent("lovia", model=ScriptedProvider([]))
+
+    loaded = load_config(cwd=tmp_path / "project2", home=tmp_path / "home2")
+    server = await serve_ui({}, config_runtime=ConfigRuntime(loaded, build))
+    first = {"name": "main", "model": "qwen", "flavor": "openai", "api_key": "sk-main-00001111"}
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        assert (await client.post("/api/config/models", json=first)).status_code == 201
+    p = page.page
+    await open_page(page, server.url)
+    await p.get_by_role("button", name="Settings").click()
+    view = p.locator("#view-settings")
+    await view.get_by_role("heading", name="Add a model").wait_for()
+    await view.get_by_label("Name").fill("spare")
+    await view.get_by_label("Model", exact=True).fill("llama")
+    await view.get_by_role("button", name="Save").dblclick()
+    await view.locator("table tbody tr").filter(has_text="spare").wait_for()
+    await p.wait_for_timeout(300)  # a second POST, had one been sent, has its answer by now
+    names = [m["name"] for m in (await _get(server.url, "/api/config"))["models"]]
+    assert names == ["main", "spare"]
