@@ -250,3 +250,23 @@ async def test_a_double_clicked_model_save_adds_it_once(
     await p.wait_for_timeout(300)  # a second POST, had one been sent, has its answer by now
     names = [m["name"] for m in (await _get(server.url, "/api/config"))["models"]]
     assert names == ["main", "spare"]
+
+
+async def test_a_double_clicked_run_now_starts_one_run(page: Any, serve_ui: Any) -> None:
+    # Each click on "Run now" posted its own /run before the view was rebuilt: a double
+    # click started a second run, or (the first still going) got a 409 whose message and
+    # console error the user saw for a run that had started fine.
+    agent = Agent(name="helper", model=ScriptedProvider([text("checked"), text("again")]))
+    server = await serve_ui(agent)
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        body = {"instruction": "check the build", "trigger_kind": "every", "trigger_expr": "1h"}
+        assert (await client.post("/api/schedules", json=body)).status_code == 201
+    p = page.page
+    await open_page(page, server.url)
+    await p.get_by_role("button", name="Schedules").click()
+    row = p.locator("#view-schedules tbody tr", has_text="check the build")
+    await row.get_by_role("button", name="Run now: check the build").dblclick()
+    await p.locator("#session-list .session").first.wait_for()
+    await p.wait_for_timeout(300)  # a second run, had one been started, is listed by now
+    runs = (await _get(server.url, "/api/runs/history"))["runs"]
+    assert len(runs) == 1, runs
