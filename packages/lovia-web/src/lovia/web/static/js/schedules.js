@@ -44,7 +44,11 @@ export async function load(root, message = "") {
   const data = await get("/api/schedules");
   const items = Array.isArray(data) ? data : data.schedules || [];
   const status = h("p", { class: "hint", role: "status", id: "sched-status", text: message });
-  const act = (fn) => async () => {
+  // A row's action: its button stays disabled until the view is rebuilt, so a double click
+  // sends one request (a second "Run now" started another run, or met a 409).
+  const act = (fn) => async (e) => {
+    const button = e && e.currentTarget;
+    if (button) { if (button.disabled) return; button.disabled = true; }
     try { await fn(); } catch (err) { await load(root, err.message); return; }
     await load(root);
   };
@@ -55,7 +59,7 @@ export async function load(root, message = "") {
     // Two steps, as in the sidebar: a schedule deleted by a stray click is gone for good.
     del.addEventListener("click", () => {
       if (del.dataset.armed !== "1") { del.dataset.armed = "1"; del.textContent = t("confirm_delete"); return; }
-      act(() => api("DELETE", `/api/schedules/${encodeURIComponent(s.id)}`))();
+      act(() => api("DELETE", `/api/schedules/${encodeURIComponent(s.id)}`))({ currentTarget: del });
     });
     del.addEventListener("blur", () => { del.dataset.armed = ""; del.textContent = t("delete"); });
     return h("tr", { dataset: { id: s.id } },
