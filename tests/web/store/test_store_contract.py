@@ -116,6 +116,19 @@ async def test_search_matches_titles_and_takes_wildcards_literally(store: SQLCha
     assert await store.list_sessions(limit=10, offset=0, query="absent") == []
 
 
+async def test_listing_without_tasks_leaves_them_out_before_paging(store: SQLChatStore) -> None:
+    # The sidebar's list: task sessions must not take places in the page it cuts.
+    await store.create_session("mine", agent="x", title="plan the trip")
+    await store.create_session("lead", agent="x", title="plan the move")
+    for n in range(3):
+        await store.create_session(f"t{n}", agent="x", title=f"sa_{n}: plan", parent_id="lead")
+    chats = await store.list_sessions(limit=2, offset=0, tasks=False)
+    assert [m.id for m in chats] == ["lead", "mine"]
+    found = await store.list_sessions(limit=2, offset=0, query="plan", tasks=False)
+    assert [m.id for m in found] == ["lead", "mine"]
+    assert len(await store.list_sessions(limit=10, offset=0, query="plan")) == 5
+
+
 async def test_listing_refuses_negative_paging(store: SQLChatStore) -> None:
     with pytest.raises(UserError):
         await store.list_sessions(limit=-1, offset=0)

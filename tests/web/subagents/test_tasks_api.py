@@ -59,3 +59,25 @@ async def test_a_chats_tasks_with_their_latest_run_status(make_app: Any, asgi_cl
     parents = {s["id"]: s["parent_id"] for s in listed}
     assert parents["lead"] is None and parents["t-done"] == "lead"
     assert parents["t-grand"] == "t-done"
+
+
+async def test_the_session_list_can_leave_task_sessions_out(
+    make_app: Any, asgi_client: Any
+) -> None:
+    # The sidebar reads one page of the newest chats and hid the task sessions in it: a chat
+    # that spawned a page's worth of tasks pushed every one of the user's own chats out of
+    # that page, and the sidebar showed nothing. The server leaves them out before paging.
+    app = make_app(scripted_agent())
+    client = await asgi_client(app)
+    store = app.state.lovia.store
+    await store.create_session("mine", agent="helper", title="my older chat")
+    await store.create_session("lead", agent="helper", title="the busy chat")
+    for n in range(5):
+        await store.create_session(f"t-{n}", agent="worker", title=f"sa_{n}: job", parent_id="lead")
+
+    page = (await client.get("/api/sessions?limit=2&tasks=false")).json()["sessions"]
+    assert [s["id"] for s in page] == ["lead", "mine"]
+    found = (await client.get("/api/sessions?limit=2&tasks=false&q=job")).json()["sessions"]
+    assert found == []  # a search leaves them out too
+    everything = (await client.get("/api/sessions?limit=200")).json()["sessions"]
+    assert len(everything) == 7  # without the flag the list still has them all

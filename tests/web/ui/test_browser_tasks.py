@@ -106,3 +106,26 @@ async def test_a_spawned_task_is_listed_watched_approved_and_done(page: Any, ser
     assert await tasks.get_by_role("heading").inner_text() == "子任务（1）"
     await report.locator(".who", has_text="来自 sa_1（worker）的报告").wait_for()
     await p.locator("#lang-select").select_option("en")
+
+
+async def test_many_tasks_leave_the_users_chats_in_the_sidebar(page: Any, serve_ui: Any) -> None:
+    # 200 task sessions newer than the user's own chats: the sidebar's one page of 200 held
+    # only tasks and, hiding them, showed no chat at all. A task opened from its list still
+    # shows its title (the sidebar no longer knows it) and its chat's Tasks heading counts.
+    server = await serve_ui(Agent(name="helper", model=ScriptedProvider([text("hi")])))
+    store = server.app.state.lovia.store
+    await store.create_session("mine", agent="helper", title="my own chat")
+    await store.create_session("busy", agent="helper", title="the busy chat")
+    for n in range(200):
+        await store.create_session(
+            f"t{n:03d}", agent="helper", title=f"sa_{n}: job", parent_id="busy"
+        )
+    p = page.page
+    await open_page(page, server.url)
+    await p.locator("#session-list .session .title", has_text="my own chat").wait_for()
+    assert await p.locator("#session-list .session").count() == 2
+    await p.locator("#session-list .session .open", has_text="the busy chat").click()
+    await p.locator("#tasks h3", has_text="Tasks (200)").wait_for()
+    await p.locator("#tasks .task-open", has_text="sa_7: job").click()
+    await p.locator("#chat-title", has_text="sa_7: job").wait_for()
+    await p.locator("#task-of a", has_text="the busy chat").wait_for()

@@ -168,3 +168,105 @@ async def _get(url: str, path: str) -> Any:
         r = await client.get(path)
         r.raise_for_status()
         return r.json()
+
+
+async def test_a_double_clicked_create_makes_one_schedule(page: Any, serve_ui: Any) -> None:
+    # The form sent a POST per submit while the first was still in flight: a double click
+    # (or Enter pressed twice) created the same schedule twice.
+    server = await serve_ui(Agent(name="helper", model=ScriptedProvider([])))
+    p = page.page
+    await open_page(page, server.url)
+    await p.get_by_role("button", name="Schedules").click()
+    view = p.locator("#view-schedules")
+    await view.get_by_text("No schedules.").wait_for()
+    await view.get_by_label("Instruction").fill("每小时检查构建")
+    await view.get_by_label("When (1h, a cron line, or a time)").fill("1h")
+    await view.get_by_role("button", name="Create schedule").dblclick()
+    await view.locator("#sched-status", has_text="Schedule created.").wait_for()
+    await view.locator("tbody tr", has_text="每小时检查构建").wait_for()
+    assert len((await _get(server.url, "/api/schedules"))["schedules"]) == 1
+
+
+async def test_an_unsaved_memory_edit_survives_a_language_switch(
+    page: Any, serve_ui: Any, tmp_path: Path
+) -> None:
+    # The view is rebuilt in the new language from the server's notes: what the user had
+    # typed and not saved was silently thrown away.
+    mem = Memory(
+        tmp_path / "mem2",
+        expand_query=False,
+        summarize_recall=False,
+        index=None,
+        auto_curate=False,
+    )
+    server = await serve_ui(Agent(name="helper", model=ScriptedProvider([]), plugins=[mem]))
+    p = page.page
+    await open_page(page, server.url)
+    await p.get_by_role("button", name="Memory").click()
+    view = p.locator("#view-memory")
+    editor = view.get_by_label("Memory")
+    await view.get_by_role("heading", name="Memory").wait_for()
+    await editor.fill("- 喜欢喝茶 (not saved yet)")
+    await p.locator("#lang-select").select_option("zh")
+    await view.get_by_role("button", name="保存").wait_for()
+    assert await view.get_by_label("记忆").input_value() == "- 喜欢喝茶 (not saved yet)"
+    await p.locator("#lang-select").select_option("en")
+    await view.get_by_role("button", name="Save").wait_for()
+    assert await editor.input_value() == "- 喜欢喝茶 (not saved yet)"
+    await view.get_by_role("button", name="Save").click()
+    await view.get_by_role("status").filter(has_text="Saved.").wait_for()
+    assert "喜欢喝茶 (not saved yet)" in (await _get(server.url, "/api/memory"))["content"]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("lovia.web.config") is None,
+    reason="this server has no runtime configuration (lovia.web.config, /api/config)",
+)
+async def test_a_double_clicked_model_save_adds_it_once(
+    page: Any, serve_ui: Any, tmp_path: Path
+) -> None:
+    # As the schedule form: a second submit while the first POST was in flight sent it
+    # again (a duplicate model, or the server's "already exists" over a saved one).
+    load_config = importlib.import_module("lovia.web.config.files").load_config
+    ConfigRuntime = importlib.import_module("lovia.web.config.runtime").ConfigRuntime
+
+    def build(config: Any) -> Agent[Any]:
+        return Agent("lovia", model=ScriptedProvider([]))
+
+    loaded = load_config(cwd=tmp_path / "project2", home=tmp_path / "home2")
+    server = await serve_ui({}, config_runtime=ConfigRuntime(loaded, build))
+    first = {"name": "main", "model": "qwen", "flavor": "openai", "api_key": "sk-main-00001111"}
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        assert (await client.post("/api/config/models", json=first)).status_code == 201
+    p = page.page
+    await open_page(page, server.url)
+    await p.get_by_role("button", name="Settings").click()
+    view = p.locator("#view-settings")
+    await view.get_by_role("heading", name="Add a model").wait_for()
+    await view.get_by_label("Name").fill("spare")
+    await view.get_by_label("Model", exact=True).fill("llama")
+    await view.get_by_role("button", name="Save").dblclick()
+    await view.locator("table tbody tr").filter(has_text="spare").wait_for()
+    await p.wait_for_timeout(300)  # a second POST, had one been sent, has its answer by now
+    names = [m["name"] for m in (await _get(server.url, "/api/config"))["models"]]
+    assert names == ["main", "spare"]
+
+
+async def test_a_double_clicked_run_now_starts_one_run(page: Any, serve_ui: Any) -> None:
+    # Each click on "Run now" posted its own /run before the view was rebuilt: a double
+    # click started a second run, or (the first still going) got a 409 whose message and
+    # console error the user saw for a run that had started fine.
+    agent = Agent(name="helper", model=ScriptedProvider([text("checked"), text("again")]))
+    server = await serve_ui(agent)
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        body = {"instruction": "check the build", "trigger_kind": "every", "trigger_expr": "1h"}
+        assert (await client.post("/api/schedules", json=body)).status_code == 201
+    p = page.page
+    await open_page(page, server.url)
+    await p.get_by_role("button", name="Schedules").click()
+    row = p.locator("#view-schedules tbody tr", has_text="check the build")
+    await row.get_by_role("button", name="Run now: check the build").dblclick()
+    await p.locator("#session-list .session").first.wait_for()
+    await p.wait_for_timeout(300)  # a second run, had one been started, is listed by now
+    runs = (await _get(server.url, "/api/runs/history"))["runs"]
+    assert len(runs) == 1, runs

@@ -160,9 +160,11 @@ async def list_sessions(
     limit: int = Query(default=50, ge=1, le=200),
     offset: int = Query(default=0, ge=0, le=1_000_000_000),
     q: str | None = Query(default=None, max_length=200),
+    tasks: bool = Query(default=True),
 ) -> SessionList:
-    """Pinned chats first, then the most recently updated; ``q`` searches the titles."""
-    metas = await state.store.list_sessions(limit=limit, offset=offset, query=q)
+    """Pinned chats first, then the most recently updated; ``q`` searches the titles;
+    ``tasks=false`` leaves task sessions out (the sidebar: they are paged out, not hidden)."""
+    metas = await state.store.list_sessions(limit=limit, offset=offset, query=q, tasks=tasks)
     return SessionList(sessions=[_info(state, m) for m in metas], limit=limit, offset=offset)
 
 

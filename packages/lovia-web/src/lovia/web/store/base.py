@@ -157,10 +157,11 @@ class ChatStore(ABC):
 
     @abstractmethod
     async def list_sessions(
-        self, *, limit: int, offset: int, query: str | None = None
+        self, *, limit: int, offset: int, query: str | None = None, tasks: bool = True
     ) -> list[ChatMeta]:
         """Pinned chats first, then the most recently updated; ``query`` keeps the chats
-        whose title contains it (case-insensitive, ``%`` and ``_`` taken literally)."""
+        whose title contains it (case-insensitive, ``%`` and ``_`` taken literally);
+        ``tasks=False`` leaves task sessions (``parent_id`` set) out before paging."""
 
     @abstractmethod
     async def update_session(

@@ -161,6 +161,13 @@ class ChatSQL:
         self.search_sessions = r(
             f"SELECT {_META} FROM {{t}}chat_sessions WHERE title {like} ? ESCAPE '\\'" + order
         )
+        # the same without task sessions (the sidebar's list): left out before the page is cut
+        top = "parent_id IS NULL"
+        self.list_chats = r(f"SELECT {_META} FROM {{t}}chat_sessions WHERE {top}" + order)
+        self.search_chats = r(
+            f"SELECT {_META} FROM {{t}}chat_sessions WHERE {top} AND title {like} ? ESCAPE '\\'"
+            + order
+        )
         self.rename = r(
             "UPDATE {t}chat_sessions SET title = ?, title_provisional = 0, updated_at = ? "
             "WHERE id = ?"
@@ -497,16 +504,18 @@ class SQLChatStore(ChatStore):
         return _meta(found.rows[0]) if found.rows else None
 
     async def list_sessions(
-        self, *, limit: int, offset: int, query: str | None = None
+        self, *, limit: int, offset: int, query: str | None = None, tasks: bool = True
     ) -> list[ChatMeta]:
         _require_count("limit", limit)
         _require_count("offset", offset)
+        q = self._q
         if query:
             text = clean_text(query)
             escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            script = statement(self._q.search_sessions, f"%{escaped}%", limit, offset)
+            search = q.search_sessions if tasks else q.search_chats
+            script = statement(search, f"%{escaped}%", limit, offset)
         else:
-            script = statement(self._q.list_sessions, limit, offset)
+            script = statement(q.list_sessions if tasks else q.list_chats, limit, offset)
         return [_meta(row) for row in await self._db.read(_rows(script))]
 
     async def update_session(

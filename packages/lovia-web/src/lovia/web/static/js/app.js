@@ -90,6 +90,7 @@ async function openChat(id) {
     location.hash = "#/";
     return;
   }
+  if (detail) sessions.remember(id, detail.title); // a task session is not in the sidebar
   setTitle();
   for (const hook of chatHooks) hook(id, detail);
 }

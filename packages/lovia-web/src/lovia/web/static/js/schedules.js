@@ -16,14 +16,25 @@ function createForm(root, status) {
     h("label", { for: "sched-kind", text: t("schedule_trigger") }), kind,
     h("label", { for: "sched-expr", text: t("schedule_when") }), expr,
     h("div", { class: "row" }, h("button", { type: "submit", class: "btn primary", text: t("schedule_create") })));
+  const submit = form.querySelector("button[type=submit]");
+  let sending = false;
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
+    // One POST at a time: a double click or a second Enter before the answer would create
+    // the same schedule twice. The flag, not only `disabled`, because Enter in a field
+    // submits the form whatever state its button is in.
+    if (sending) return;
+    sending = true;
+    submit.disabled = true;
     try {
       await post("/api/schedules", { instruction: instruction.value.trim(), trigger_kind: kind.value, trigger_expr: expr.value.trim() });
     } catch (err) {
       status.textContent = err.message; // the server's reason (a bad cron, a past time)
+      sending = false; // corrected, it may be sent again
+      submit.disabled = false;
       return;
     }
+    // Still disabled while the list reloads: load() replaces the form with an empty one.
     await load(root, t("schedule_created"));
   });
   return form;
@@ -33,7 +44,11 @@ export async function load(root, message = "") {
   const data = await get("/api/schedules");
   const items = Array.isArray(data) ? data : data.schedules || [];
   const status = h("p", { class: "hint", role: "status", id: "sched-status", text: message });
-  const act = (fn) => async () => {
+  // A row's action: its button stays disabled until the view is rebuilt, so a double click
+  // sends one request (a second "Run now" started another run, or met a 409).
+  const act = (fn) => async (e) => {
+    const button = e && e.currentTarget;
+    if (button) { if (button.disabled) return; button.disabled = true; }
     try { await fn(); } catch (err) { await load(root, err.message); return; }
     await load(root);
   };
@@ -44,7 +59,7 @@ export async function load(root, message = "") {
     // Two steps, as in the sidebar: a schedule deleted by a stray click is gone for good.
     del.addEventListener("click", () => {
       if (del.dataset.armed !== "1") { del.dataset.armed = "1"; del.textContent = t("confirm_delete"); return; }
-      act(() => api("DELETE", `/api/schedules/${encodeURIComponent(s.id)}`))();
+      act(() => api("DELETE", `/api/schedules/${encodeURIComponent(s.id)}`))({ currentTarget: del });
     });
     del.addEventListener("blur", () => { del.dataset.armed = ""; del.textContent = t("delete"); });
     return h("tr", { dataset: { id: s.id } },

@@ -13,9 +13,16 @@ let loadToken = 0;
 
 export function setHandlers(next) { handlers = { ...handlers, ...next }; }
 
+// Titles of chats the sidebar does not list (task sessions): learnt when one is opened or
+// listed in its chat's Tasks, so the header and the "task of" link still name them.
+const otherTitles = new Map();
+
+/** Note the title of a chat the sidebar may not list. */
+export function remember(id, title) { if (id && typeof title === "string") otherTitles.set(id, title); }
+
 export function titleOf(id) {
   const found = sessions.find((s) => s.id === id);
-  return found ? found.title : "";
+  return found ? found.title : otherTitles.get(id) ?? "";
 }
 
 export function setActive(id) {
@@ -30,7 +37,9 @@ export function setActive(id) {
 export async function refresh() {
   const token = ++loadToken;
   const q = search.value.trim();
-  const url = `/api/sessions?limit=200${q ? `&q=${encodeURIComponent(q)}` : ""}`;
+  // tasks=false: the server leaves task sessions out before cutting the page, so a chat
+  // with many tasks cannot push the user's own chats off it (see draw()).
+  const url = `/api/sessions?limit=200&tasks=false${q ? `&q=${encodeURIComponent(q)}` : ""}`;
   const data = await get(url);
   if (token !== loadToken) return;
   sessions = data.sessions;
@@ -87,7 +96,8 @@ function startRename(li, s) {
 }
 
 // Task sessions (a subagent's run, parent_id set) are reached from their chat's Tasks list,
-// not listed here: one chat can spawn many, and they would bury the user's own chats.
+// not listed here: one chat can spawn many, and they would bury the user's own chats. The
+// request asks for none; the filter stays for a server that predates ?tasks=false.
 function draw() {
   list.replaceChildren(...sessions.filter((s) => !s.parent_id).map(row));
 }

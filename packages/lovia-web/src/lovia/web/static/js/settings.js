@@ -46,13 +46,28 @@ export async function load(root) {
       status.textContent = t("test_failed", { message: err.message });
     }
   });
+  const saveBtn = form.querySelector("#cfg-save");
+  let sending = false;
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
+    // One POST at a time: a double click or a second Enter before the answer added the
+    // same model twice. A flag as well as `disabled`: Enter in a field submits regardless.
+    if (sending) return;
     const body = profileBody(form);
     if (!body.model) { form.querySelector("#cfg-model").focus(); return; }
+    sending = true;
+    saveBtn.disabled = true;
     try {
       await post("/api/config/models", body);
-      status.textContent = t("saved");
+    } catch (err) {
+      status.textContent = err.message;
+      sending = false; // corrected, it may be sent again
+      saveBtn.disabled = false;
+      return;
+    }
+    // Still disabled after a save: the view is rebuilt (or left, in setup) with a new form.
+    status.textContent = t("saved");
+    try {
       if (setup) {
         server.info = await get("/api/info");
         document.dispatchEvent(new Event("lovia:configured"));
@@ -60,7 +75,7 @@ export async function load(root) {
         await load(root);
       }
     } catch (err) {
-      status.textContent = err.message;
+      status.textContent = err.message; // saved, but the page could not follow
     }
   });
   const list = models.length ? h("table", { class: "list" }, h("tbody", {}, models.map((m) => h("tr", {},

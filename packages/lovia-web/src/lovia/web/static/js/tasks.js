@@ -5,7 +5,7 @@
 import { get } from "./api.js";
 import { h, show } from "./dom.js";
 import { onLangChange, t } from "./i18n.js";
-import { onLifecycle, titleOf } from "./sessions.js";
+import { onLifecycle, remember, titleOf } from "./sessions.js";
 
 const box = document.getElementById("tasks");
 const banner = document.getElementById("task-of");
@@ -30,6 +30,7 @@ async function refresh() {
   }
   if (token !== loadToken) return; // a newer refresh (or another chat) won
   tasks = data.tasks || [];
+  for (const task of tasks) remember(task.id, task.title); // a grandchild's banner names it
   draw();
 }
 
