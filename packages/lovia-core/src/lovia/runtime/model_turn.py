@@ -73,6 +73,14 @@ _log = logging.getLogger("lovia.runtime")
 
 _UNCANCEL = sys.version_info >= (3, 11)
 """``Task.cancelling()``/``uncancel()`` exist: our cancel request can be told from others."""
+if sys.version_info >= (3, 12):
+    _task_on = asyncio.current_task
+    """The task running on a loop (C from 3.12)."""
+else:
+    # 3.10/3.11's current_task is Python (get_running_loop plus this dict's lookup, about
+    # 160 ns) and the stream asks once per delta, so it reads the dict itself: those
+    # versions are frozen, and 3.12+ takes the public C function above.
+    _task_on = asyncio.tasks._current_tasks.get  # type: ignore[attr-defined,unused-ignore]
 _INTERRUPT = "lovia: the run's cancel token fired during a model call"
 """The message of our task cancel (on 3.10, how our ``CancelledError`` is recognised)."""
 
@@ -316,7 +324,7 @@ class ModelTurn:
                     # task that started the call would hit one that no longer iterates, and
                     # leave the call itself running. So after each yield, the task that
                     # resumed the generator becomes the one to cancel (one C call a delta).
-                    current_task = asyncio.current_task
+                    loop = task.get_loop() if task is not None else None
                     on_cancel = self._on_cancel
                     self.token.add_callback(on_cancel)
                     try:
@@ -328,16 +336,16 @@ class ModelTurn:
                                 yield delta  # type: ignore[misc]  # TextDelta is an Event
                                 if self._due:  # the cancel came while the consumer held it
                                     self.token.check()
-                                if current_task() is not task and not self._fired:
-                                    task = self._task = current_task()  # (handed over)
+                                if _task_on(loop) is not task and not self._fired:
+                                    task = self._task = _task_on(loop)  # (handed over)
                             elif kind is ReasoningDelta:
                                 reasoning.append(delta.delta)  # type: ignore[union-attr]  # narrowed
                                 asm.forwarded = True
                                 yield delta  # type: ignore[misc]  # ReasoningDelta is an Event
                                 if self._due:  # the cancel came while the consumer held it
                                     self.token.check()
-                                if current_task() is not task and not self._fired:
-                                    task = self._task = current_task()  # (handed over)
+                                if _task_on(loop) is not task and not self._fired:
+                                    task = self._task = _task_on(loop)  # (handed over)
                             else:
                                 feed(delta)
                     except asyncio.CancelledError as exc:
