@@ -3,8 +3,6 @@ own endpoints: what the view shows is what the server keeps, and what it changes
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -98,21 +96,22 @@ async def test_memory_view_shows_edits_and_saves_the_notes(
     await p.locator("#lang-select").select_option("en")
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("lovia.web.config") is None,
-    reason="this server has no runtime configuration (lovia.web.config, /api/config)",
-)
-async def test_settings_lists_adds_and_deletes_models(
-    page: Any, serve_ui: Any, tmp_path: Path
-) -> None:
-    load_config = importlib.import_module("lovia.web.config.files").load_config
-    ConfigRuntime = importlib.import_module("lovia.web.config.runtime").ConfigRuntime
+async def _settings_server(serve_ui: Any, tmp_path: Path) -> Any:
+    """A served UI whose settings (``/api/config``) keep their files under ``tmp_path``."""
+    from lovia.web.config.files import load_config
+    from lovia.web.config.runtime import ConfigRuntime
 
     def build(config: Any) -> Agent[Any]:
         return Agent("lovia", model=ScriptedProvider([]))
 
     loaded = load_config(cwd=tmp_path / "project", home=tmp_path / "home")
-    server = await serve_ui({}, config_runtime=ConfigRuntime(loaded, build))
+    return await serve_ui({}, config_runtime=ConfigRuntime(loaded, build))
+
+
+async def test_settings_lists_adds_and_deletes_models(
+    page: Any, serve_ui: Any, tmp_path: Path
+) -> None:
+    server = await _settings_server(serve_ui, tmp_path)
     first = {"name": "main", "model": "qwen", "flavor": "openai", "api_key": "sk-main-00001111"}
     async with httpx.AsyncClient(base_url=server.url) as client:
         r = await client.post("/api/config/models", json=first)
@@ -218,23 +217,12 @@ async def test_an_unsaved_memory_edit_survives_a_language_switch(
     assert "喜欢喝茶 (not saved yet)" in (await _get(server.url, "/api/memory"))["content"]
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("lovia.web.config") is None,
-    reason="this server has no runtime configuration (lovia.web.config, /api/config)",
-)
 async def test_a_double_clicked_model_save_adds_it_once(
     page: Any, serve_ui: Any, tmp_path: Path
 ) -> None:
     # As the schedule form: a second submit while the first POST was in flight sent it
     # again (a duplicate model, or the server's "already exists" over a saved one).
-    load_config = importlib.import_module("lovia.web.config.files").load_config
-    ConfigRuntime = importlib.import_module("lovia.web.config.runtime").ConfigRuntime
-
-    def build(config: Any) -> Agent[Any]:
-        return Agent("lovia", model=ScriptedProvider([]))
-
-    loaded = load_config(cwd=tmp_path / "project2", home=tmp_path / "home2")
-    server = await serve_ui({}, config_runtime=ConfigRuntime(loaded, build))
+    server = await _settings_server(serve_ui, tmp_path)
     first = {"name": "main", "model": "qwen", "flavor": "openai", "api_key": "sk-main-00001111"}
     async with httpx.AsyncClient(base_url=server.url) as client:
         assert (await client.post("/api/config/models", json=first)).status_code == 201
